@@ -1,0 +1,156 @@
+"""Perception (spec A5): self state, sector detection with noise, collision and goal tests,
+and the 5 nearest objects in the robot frame.
+
+Every robot slot sees the same candidate list: the obstacle slots in order, then the robot
+slots in order (itself and robots that are absent or deactivated masked out), as the original
+walks obstacles then robots. Noise is drawn for every candidate, detected or not, as the
+original does (undetected objects still consume random numbers).
+
+Shapes: ``E`` environments, ``R`` robot slots, ``O`` obstacle slots, ``K = O + R`` candidates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from marinenav.sim.constants import MAX_OBJECTS
+from marinenav.sim.dynamics import world_to_body
+from marinenav.sim.noise import sample_von_mises
+
+
+@dataclass
+class Observation:
+    """What every robot slot perceives; zeros for inactive slots."""
+
+    self_state: torch.Tensor  # [E, R, 7] (goal_x, goal_y, u, v, omega, T_L, T_R), robot frame
+    objects: torch.Tensor  # [E, R, 5, 5] (x, y, vx, vy, radius), robot frame, nearest first
+    objects_mask: torch.Tensor  # [E, R, 5] bool, true for a real object
+
+
+@dataclass
+class PerceptionResult:
+    observation: Observation
+    collision: torch.Tensor  # [E, R] bool, contact with a detected object (true geometry)
+    reach_goal: torch.Tensor  # [E, R] bool, within goal_dis of the goal
+
+
+def self_state(
+    pos: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, velocity: torch.Tensor,
+    thrust: torch.Tensor, goal: torch.Tensor,
+) -> torch.Tensor:
+    """The 7-number self observation ``[E, R, 7]`` in the robot frame, no noise (A5.1).
+
+    ``(goal - pos)`` and the over-ground velocity (lagged, A4.4) are rotated by ``R(theta)^T``;
+    yaw rate and thrusts (N, unnormalised) are appended.
+    """
+    goal_body = world_to_body(goal - pos, cos, sin)
+    velocity_body = world_to_body(velocity[..., :2], cos, sin)
+    return torch.cat((goal_body, velocity_body, velocity[..., 2:3], thrust), dim=-1)
+
+
+def perceive(
+    *,
+    pos: torch.Tensor,
+    theta: torch.Tensor,
+    velocity: torch.Tensor,
+    thrust: torch.Tensor,
+    goal: torch.Tensor,
+    radius: torch.Tensor,
+    goal_dis: torch.Tensor,
+    active: torch.Tensor,
+    obstacle_pos: torch.Tensor,
+    obstacle_radius: torch.Tensor,
+    obstacle_present: torch.Tensor,
+    perception_range: torch.Tensor,
+    perception_angle: torch.Tensor,
+    max_obj_num: torch.Tensor,
+    pos_std: torch.Tensor,
+    vel_std: torch.Tensor,
+    r_kappa: torch.Tensor,
+    r_mean_ratio: torch.Tensor,
+    robot_index: torch.Tensor,
+    slot_index: torch.Tensor,
+    generator: torch.Generator | None,
+) -> PerceptionResult:
+    """Perceive for every robot slot at once (A5 steps 1-5).
+
+    Args:
+        pos ``[E, R, 2]``, theta ``[E, R]``, velocity ``[E, R, 3]`` (over ground), thrust
+            ``[E, R, 2]``, goal ``[E, R, 2]``, radius ``[E, R]``, goal_dis ``[E, R]``: robots.
+        active: ``[E, R]`` bool, robots present and not deactivated (others are invisible and
+            get zero observations).
+        obstacle_pos ``[E, O, 2]``, obstacle_radius ``[E, O]``, obstacle_present ``[E, O]``.
+        perception_range ... r_mean_ratio: ``[E, R]`` per-robot perception constants.
+        robot_index: ``[R]`` int64 ``arange(R)``, made once by the caller.
+        slot_index: ``[5]`` int64 ``arange(5)``, made once by the caller.
+        generator: random stream for the noise.
+    """
+    E, R = theta.shape
+    O = obstacle_pos.shape[1]  # noqa: E741
+    K = O + R
+    dtype = pos.dtype
+    cos, sin = torch.cos(theta), torch.sin(theta)
+
+    # Candidates as every robot sees them: [E, R, K, ...].
+    cand_pos = torch.cat((obstacle_pos, pos), dim=1).unsqueeze(1).expand(E, R, K, 2)
+    cand_vel = torch.cat((torch.zeros_like(obstacle_pos), velocity[..., :2]), dim=1)
+    cand_vel = cand_vel.unsqueeze(1).expand(E, R, K, 2)
+    cand_radius = torch.cat((obstacle_radius, radius), dim=1).unsqueeze(1).expand(E, R, K)
+    not_self = robot_index.view(1, R, 1) != robot_index.view(1, 1, R)  # [1, R, R]
+    robot_visible = active.unsqueeze(1) & not_self  # [E, R(ego), R(other)]
+    cand_valid = torch.cat((obstacle_present.unsqueeze(1).expand(E, R, O), robot_visible), dim=2)
+
+    # Noise, world frame (A5): position, velocity, then von Mises radius factor.
+    gauss = torch.randn((E, R, K, 4), generator=generator, dtype=dtype, device=pos.device)
+    noisy_pos = cand_pos + gauss[..., 0:2] * pos_std.view(E, R, 1, 1)
+    noisy_vel = cand_vel + gauss[..., 2:4] * vel_std.view(E, R, 1, 1)
+    x = sample_von_mises(r_kappa.view(E, R, 1), (E, R, K), generator)
+    rho = r_mean_ratio.view(E, R, 1)
+    noisy_radius = cand_radius * (rho + (1 - rho) * x / math.pi)
+
+    # Detection in the ego frame with noisy values.
+    ego_cos, ego_sin = cos.unsqueeze(-1), sin.unsqueeze(-1)
+    rel = world_to_body(noisy_pos - pos.unsqueeze(2), ego_cos, ego_sin)  # [E, R, K, 2]
+    rel_dist = torch.linalg.vector_norm(rel, dim=-1)
+    bearing = torch.atan2(rel[..., 1], rel[..., 0])
+    half_angle = 0.5 * perception_angle.unsqueeze(-1)
+    detected = (
+        cand_valid
+        & (rel_dist <= perception_range.unsqueeze(-1) + noisy_radius)
+        & (bearing >= -half_angle)
+        & (bearing <= half_angle)
+        & active.unsqueeze(-1)
+    )
+
+    # Collision with true values, for detected objects only (A5.3, quirk A12.9).
+    true_dist = torch.linalg.vector_norm(cand_pos - pos.unsqueeze(2), dim=-1)
+    ego_radius = radius.unsqueeze(-1)
+    collision = (detected & (true_dist - cand_radius - ego_radius <= 0)).any(dim=-1)
+    reach_goal = active & (torch.linalg.vector_norm(goal - pos, dim=-1) <= goal_dis)
+
+    # The 5 detected objects with the smallest noisy clearance, nearest first, stable order.
+    clearance = rel_dist - noisy_radius - ego_radius
+    key = torch.where(detected, clearance, torch.full_like(clearance, math.inf))
+    if K < MAX_OBJECTS:
+        pad = MAX_OBJECTS - K
+        key = torch.nn.functional.pad(key, (0, pad), value=math.inf)
+        detected = torch.nn.functional.pad(detected, (0, pad), value=False)
+    order = torch.sort(key, dim=-1, stable=True).indices[..., :MAX_OBJECTS]  # [E, R, 5]
+    vel_body = world_to_body(noisy_vel, ego_cos, ego_sin)
+    record = torch.cat((rel, vel_body, noisy_radius.unsqueeze(-1)), dim=-1)  # [E, R, K, 5]
+    if K < MAX_OBJECTS:
+        record = torch.nn.functional.pad(record, (0, 0, 0, MAX_OBJECTS - K))
+    objects = torch.gather(record, 2, order.unsqueeze(-1).expand(E, R, MAX_OBJECTS, 5))
+    objects_mask = torch.gather(detected, 2, order) & (slot_index < max_obj_num.unsqueeze(-1))
+    objects = torch.where(objects_mask.unsqueeze(-1), objects, torch.zeros_like(objects))
+
+    own = self_state(pos, cos, sin, velocity, thrust, goal)
+    own = torch.where(active.unsqueeze(-1), own, torch.zeros_like(own))
+    return PerceptionResult(
+        observation=Observation(self_state=own, objects=objects, objects_mask=objects_mask),
+        collision=collision,
+        reach_goal=reach_goal,
+    )

@@ -1,0 +1,293 @@
+"""Scenario import and export in the original's episode / eval-config JSON layout (spec A10).
+
+A dict has an ``"env"`` part (map, reward constants, ``cores``, ``obstacles``) and a
+``"robots"`` part where every key is a list indexed by robot. Loading reads every key the
+original's ``reset_with_eval_config`` reads; histories are not read (the original does not read
+them either). Exporting writes every key the original writes, so its loader accepts the file;
+the histories hold the first trajectory row only (the state at reset).
+
+Bad input raises ``ValueError`` naming the key: missing keys, lists of mismatched lengths, more
+robots / obstacles / cores than the slots, sub-step counts other than the simulator's, a
+singular mass matrix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from marinenav.sim.constants import HYDRO_KEYS, MAX_OBJECTS, ROBOT_DEFAULTS
+from marinenav.sim.current import current_velocity
+from marinenav.sim.dynamics import mass_matrix_determinant
+from marinenav.sim.scenario import (
+    ENV_SCALAR_FIELDS,
+    PERCEPTION_FIELDS,
+    ROBOT_SCALAR_FIELDS,
+    Scenario,
+    default_scenario,
+)
+
+_ROBOT_STATE_KEYS = (
+    "start", "goal", "init_theta", "init_velocity_r", "init_left_pos", "init_right_pos",
+    "init_left_thrust", "init_right_thrust", "left_thrust_change", "right_thrust_change", "N",
+)  # fmt: skip
+ROBOT_KEYS = tuple(ROBOT_SCALAR_FIELDS.values()) + HYDRO_KEYS + _ROBOT_STATE_KEYS
+ENV_KEYS = (
+    *ENV_SCALAR_FIELDS.values(), "v_range", "obs_r_range", "num_robots", "cores", "obstacles",
+)  # fmt: skip
+
+
+def _require(mapping: Mapping[str, Any], key: str, where: str) -> Any:
+    if not isinstance(mapping, Mapping):
+        raise ValueError(f"scenario {where} must be a dict, got {type(mapping).__name__}")
+    if key not in mapping:
+        raise ValueError(f"scenario is missing key {where}.{key}")
+    return mapping[key]
+
+
+def _list_of_length(value: Any, length: int, name: str) -> list:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise ValueError(f"scenario key {name} must be a list, got {type(value).__name__}")
+    if len(value) != length:
+        raise ValueError(f"scenario key {name} has {len(value)} entries, expected {length}")
+    return list(value)
+
+
+def _finite(values: list, name: str) -> list:
+    flat = torch.as_tensor(values, dtype=torch.float64)
+    if not torch.isfinite(flat).all():
+        raise ValueError(f"scenario key {name} holds a non-finite number")
+    return values
+
+
+def scenarios_from_dicts(
+    dicts: Sequence[Mapping[str, Any]],
+    robot_slots: int,
+    obstacle_slots: int,
+    core_slots: int,
+    num_substeps: int = int(ROBOT_DEFAULTS["N"]),
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str = "cpu",
+) -> Scenario:
+    """Parse scenario dicts (one environment each) into a padded :class:`Scenario`.
+
+    Args:
+        dicts: the original's episode dicts (``{"env": ..., "robots": ...}``).
+        robot_slots, obstacle_slots, core_slots: padded slot counts of the simulator.
+        num_substeps: the simulator's ``N``; every robot's ``N`` must equal it.
+        dtype, device: of the floating tensors.
+
+    Raises:
+        ValueError: naming the scenario index and key at fault.
+    """
+    if len(dicts) == 0:
+        raise ValueError("no scenarios given")
+    out = default_scenario(len(dicts), robot_slots, obstacle_slots, core_slots, torch.float64)
+    for i, scenario in enumerate(dicts):
+        try:
+            _fill_one(out, i, scenario, num_substeps)
+        except ValueError as error:
+            raise ValueError(f"scenario {i}: {error}") from None
+    det = mass_matrix_determinant(out.hydro)
+    singular = out.robot_present & (det == 0)
+    if singular.any():
+        env = int(singular.any(dim=1).to(torch.int64).argmax())
+        raise ValueError(f"scenario {env}: the mass matrix M_RB + M_A of a robot is singular")
+    return out.to(device=device, dtype=dtype)
+
+
+def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: int) -> None:
+    env = _require(scenario, "env", "")
+    robots = _require(scenario, "robots", "")
+    for name, key in ENV_SCALAR_FIELDS.items():
+        getattr(out, name)[i] = float(_require(env, key, "env"))
+    out.v_range[i] = torch.tensor(_list_of_length(_require(env, "v_range", "env"), 2, "env.v_range"))
+    out.obs_r_range[i] = torch.tensor(
+        _list_of_length(_require(env, "obs_r_range", "env"), 2, "env.obs_r_range")
+    )
+    out.seed[i] = int(env.get("seed", 0) or 0)
+    out.is_eval_env[i] = bool(env.get("is_eval_env", False))
+
+    cores = _require(env, "cores", "env")
+    core_pos = _require(cores, "positions", "env.cores")
+    n_cores = len(core_pos)
+    if n_cores > out.core_present.shape[1]:
+        raise ValueError(
+            f"{n_cores} vortex cores but the simulator has {out.core_present.shape[1]} core slots"
+        )
+    core_pos = _finite(_list_of_length(core_pos, n_cores, "env.cores.positions"), "cores")
+    clockwise = _list_of_length(_require(cores, "clockwise", "env.cores"), n_cores,
+                                "env.cores.clockwise")
+    gamma = _list_of_length(_require(cores, "Gamma", "env.cores"), n_cores, "env.cores.Gamma")
+    if n_cores:
+        out.core_pos[i, :n_cores] = torch.tensor(core_pos, dtype=torch.float64).view(n_cores, 2)
+        out.core_clockwise[i, :n_cores] = torch.tensor([bool(c) for c in clockwise])
+        out.core_gamma[i, :n_cores] = torch.tensor(_finite(gamma, "env.cores.Gamma"),
+                                                   dtype=torch.float64)
+        out.core_present[i, :n_cores] = True
+
+    obstacles = _require(env, "obstacles", "env")
+    obs_pos = _require(obstacles, "positions", "env.obstacles")
+    n_obs = len(obs_pos)
+    if n_obs > out.obstacle_present.shape[1]:
+        raise ValueError(
+            f"{n_obs} obstacles but the simulator has {out.obstacle_present.shape[1]} obstacle slots"
+        )
+    obs_r = _list_of_length(_require(obstacles, "r", "env.obstacles"), n_obs, "env.obstacles.r")
+    if n_obs:
+        out.obstacle_pos[i, :n_obs] = torch.tensor(
+            _finite(obs_pos, "env.obstacles.positions"), dtype=torch.float64
+        ).view(n_obs, 2)
+        out.obstacle_radius[i, :n_obs] = torch.tensor(_finite(obs_r, "env.obstacles.r"),
+                                                      dtype=torch.float64)
+        out.obstacle_present[i, :n_obs] = True
+
+    n = int(_require(env, "num_robots", "env"))
+    if n < 1:
+        raise ValueError(f"env.num_robots must be at least 1, got {n}")
+    if n > out.robot_present.shape[1]:
+        raise ValueError(f"{n} robots but the simulator has {out.robot_present.shape[1]} robot slots")
+
+    def robot_list(key: str, where: Mapping[str, Any] = robots, prefix: str = "robots") -> list:
+        return _finite(_list_of_length(_require(where, key, prefix), n, f"{prefix}.{key}"),
+                       f"{prefix}.{key}")
+
+    def robot_tensor(key: str, where: Mapping[str, Any] = robots, prefix: str = "robots"):
+        return torch.tensor(robot_list(key, where, prefix), dtype=torch.float64)
+
+    for name, key in ROBOT_SCALAR_FIELDS.items():
+        getattr(out, name)[i, :n] = robot_tensor(key)
+    substeps = robot_list("N")
+    if any(int(s) != num_substeps for s in substeps):
+        raise ValueError(f"robots.N must be {num_substeps} for every robot, got {substeps}")
+    if (out.dt[i, :n] <= 0).any():
+        raise ValueError("robots.dt must be positive")
+    for k, key in enumerate(HYDRO_KEYS):
+        out.hydro[i, :n, k] = robot_tensor(key)
+    for side, key in enumerate(("left_thrust_change", "right_thrust_change")):
+        table = robot_tensor(key)
+        if table.shape != (n, 5):
+            raise ValueError(f"robots.{key} must hold 5 change rates per robot")
+        out.thrust_change[i, :n, side] = table
+    for key in ("start", "goal"):
+        value = robot_tensor(key)
+        if value.shape != (n, 2):
+            raise ValueError(f"robots.{key} must hold an [x, y] pair per robot")
+        getattr(out, key)[i, :n] = value
+    out.init_theta[i, :n] = robot_tensor("init_theta")
+    velocity = robot_tensor("init_velocity_r")
+    if velocity.shape != (n, 3):
+        raise ValueError("robots.init_velocity_r must hold 3 numbers per robot")
+    out.init_velocity_r[i, :n] = velocity
+    out.init_thruster_angle[i, :n] = torch.stack(
+        (robot_tensor("init_left_pos"), robot_tensor("init_right_pos")), dim=-1
+    )
+    out.init_thrust[i, :n] = torch.stack(
+        (robot_tensor("init_left_thrust"), robot_tensor("init_right_thrust")), dim=-1
+    )
+    perception = _require(robots, "perception", "robots")
+    for name, key in PERCEPTION_FIELDS.items():
+        getattr(out, name)[i, :n] = robot_tensor(key, perception, "robots.perception").to(
+            getattr(out, name).dtype
+        )
+    if (out.max_obj_num[i, :n] > MAX_OBJECTS).any():
+        raise ValueError(f"robots.perception.max_obj_num above {MAX_OBJECTS} is not supported")
+    out.robot_present[i, :n] = True
+
+
+def scenarios_to_dicts(scenario: Scenario, num_substeps: int = int(ROBOT_DEFAULTS["N"])) -> list[dict]:
+    """Export every environment of ``scenario`` as the original's episode dict (A10).
+
+    Reads the tensors back to the host once (not for hot paths). Only present robots,
+    obstacles and cores are written, in slot order.
+    """
+    host = scenario.to(device="cpu", dtype=torch.float64)
+    values = {name: tensor.tolist() for name, tensor in host.tensors().items()}  # host: export
+    current = current_velocity(
+        host.start, host.core_pos, host.core_clockwise, host.core_gamma, host.core_present,
+        host.core_radius,
+    )
+    values["start_current"] = current.tolist()  # host: export
+    return [_dict_of_env(values, e, num_substeps) for e in range(scenario.num_envs)]
+
+
+def _dict_of_env(v: dict[str, list], e: int, num_substeps: int) -> dict:
+    robots_idx = [k for k, present in enumerate(v["robot_present"][e]) if present]
+    obs_idx = [k for k, present in enumerate(v["obstacle_present"][e]) if present]
+    core_idx = [k for k, present in enumerate(v["core_present"][e]) if present]
+    env: dict[str, Any] = {"seed": int(v["seed"][e]), "is_eval_env": bool(v["is_eval_env"][e])}
+    for name, key in ENV_SCALAR_FIELDS.items():
+        env[key] = v[name][e]
+    env["v_range"] = v["v_range"][e]
+    env["obs_r_range"] = v["obs_r_range"][e]
+    env["num_robots"] = len(robots_idx)
+    env["cores"] = {
+        "positions": [v["core_pos"][e][k] for k in core_idx],
+        "clockwise": [int(v["core_clockwise"][e][k]) for k in core_idx],
+        "Gamma": [v["core_gamma"][e][k] for k in core_idx],
+    }
+    env["obstacles"] = {
+        "positions": [v["obstacle_pos"][e][k] for k in obs_idx],
+        "r": [v["obstacle_radius"][e][k] for k in obs_idx],
+    }
+
+    def per_robot(name: str) -> list:
+        return [v[name][e][k] for k in robots_idx]
+
+    robots: dict[str, Any] = {}
+    for name, key in ROBOT_SCALAR_FIELDS.items():
+        robots[key] = per_robot(name)
+    robots["N"] = [num_substeps] * len(robots_idx)
+    robots["left_thrust_change"] = [row[0] for row in per_robot("thrust_change")]
+    robots["right_thrust_change"] = [row[1] for row in per_robot("thrust_change")]
+    for k, key in enumerate(HYDRO_KEYS):
+        robots[key] = [row[k] for row in per_robot("hydro")]
+    robots["start"] = per_robot("start")
+    robots["goal"] = per_robot("goal")
+    robots["init_theta"] = per_robot("init_theta")
+    robots["init_velocity_r"] = per_robot("init_velocity_r")
+    robots["init_left_pos"] = [a[0] for a in per_robot("init_thruster_angle")]
+    robots["init_right_pos"] = [a[1] for a in per_robot("init_thruster_angle")]
+    robots["init_left_thrust"] = [t[0] for t in per_robot("init_thrust")]
+    robots["init_right_thrust"] = [t[1] for t in per_robot("init_thrust")]
+    robots["perception"] = {key: per_robot(name) for name, key in PERCEPTION_FIELDS.items()}
+    robots["perception"]["max_obj_num"] = [int(x) for x in robots["perception"]["max_obj_num"]]
+    robots["observation_history"] = [[] for _ in robots_idx]
+    robots["action_history"] = [[] for _ in robots_idx]
+    # First trajectory row (A10): x, y, theta, velocity_r, velocity, thruster angles, thrusts.
+    robots["trajectory"] = [
+        [[*start, theta, *vel, vel[0] + cur[0], vel[1] + cur[1], vel[2], *angle, *thrust]]
+        for start, theta, vel, cur, angle, thrust in zip(
+            robots["start"], robots["init_theta"], robots["init_velocity_r"],
+            per_robot("start_current"), per_robot("init_thruster_angle"), per_robot("init_thrust"),
+            strict=True,
+        )
+    ]
+    return {"env": env, "robots": robots}
+
+
+def load_scenario_file(path: str | Path) -> list[dict]:
+    """Read a JSON file holding one episode dict or a list of them (an eval-config file)."""
+    data = json.loads(Path(path).read_text())
+    if isinstance(data, Mapping) and "scenario" in data:  # a marinenav reference recording
+        data = data["scenario"]
+    return [data] if isinstance(data, Mapping) else list(data)
+
+
+def save_scenario_file(dicts: list[dict], path: str | Path) -> None:
+    """Write episode dicts as a JSON list, the original's ``eval_configs.json`` layout."""
+    Path(path).write_text(json.dumps(dicts, indent=1, allow_nan=False))
+
+
+__all__ = [
+    "scenarios_from_dicts",
+    "scenarios_to_dicts",
+    "load_scenario_file",
+    "save_scenario_file",
+    "ENV_KEYS",
+    "ROBOT_KEYS",
+]

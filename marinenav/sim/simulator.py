@@ -1,0 +1,475 @@
+"""``MarineNavSimulator``: the original multi-vessel simulator as batched tensor code.
+
+One object simulates ``E`` environments with ``R`` robot slots each (plus ``O`` obstacle and
+``C`` vortex-core slots), on one device, in float32 or float64. A step of every environment
+is a fixed sequence of tensor operations: no Python loop over environments, robots, objects or
+cores, and no host read-back (outside the optional validation of inputs).
+
+Episode bookkeeping follows the original *training loop* (spec A8, C2): after a step every
+robot whose collision or goal flag is set is deactivated; a deactivated robot gets no action,
+does not move, is invisible to the others and reports ``done`` with zero reward. An
+environment's episode is over when none of its robots is active or when the step limit is hit
+(the step on which the pre-increment step counter equals ``max_episode_steps``, i.e. the
+1001st step). The simulator does not reset by itself: call :meth:`reset` with a mask.
+
+Validation mode (``validate=True``, the default for direct users) checks action values
+(``NaN`` / infinite, discrete index range): a host synchronisation per step. The trainer
+switches it off; shape and dtype checks are free and always on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from marinenav.sim.colregs import colregs_turn
+from marinenav.sim.constants import (
+    CONTINUOUS_THRUST_RATE,
+    MAX_EPISODE_STEPS,
+    MAX_OBJECTS,
+    NUM_DISCRETE_ACTIONS,
+    ROBOT_DEFAULTS,
+    InfoState,
+)
+from marinenav.sim.curriculum import (
+    DEFAULT_TRAINING_SCHEDULE,
+    CurriculumSchedule,
+    CurriculumTable,
+)
+from marinenav.sim.current import current_velocity
+from marinenav.sim.dynamics import VesselState, integrate_step, world_to_body
+from marinenav.sim.generation import generate_scenarios
+from marinenav.sim.perception import Observation, perceive
+from marinenav.sim.scenario import Scenario, default_scenario
+from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
+
+ActionKind = Literal["discrete", "continuous"]
+
+
+@dataclass
+class StepResult:
+    """Per-step outputs. ``E`` environments, ``R`` robot slots."""
+
+    reward: torch.Tensor  # [E, R] float; 0 for robots inactive before the step
+    done: torch.Tensor  # [E, R] bool; true for inactive slots, terminal robots and at timeout
+    info: torch.Tensor  # [E, R] int64 InfoState codes
+    was_active: torch.Tensor  # [E, R] bool; robots that acted in this step (learning data)
+    terminated: torch.Tensor  # [E, R] bool; acting robots that collided or reached the goal
+    truncated: torch.Tensor  # [E, R] bool; acting robots cut by the step limit
+    energy: torch.Tensor  # [E, R] float; (|T_L| + |T_R|) * dt * N * power coefficient
+    env_done: torch.Tensor  # [E] bool; no active robot left, or the step limit hit
+    env_truncated: torch.Tensor  # [E] bool; the step limit hit on this step
+
+
+class MarineNavSimulator:
+    """Batched multi-robot marine navigation (spec Part A).
+
+    Args:
+        num_envs: ``E``.
+        action_kind: ``"discrete"`` (int64 index 0..24 per robot, ``[E, R]``) or
+            ``"continuous"`` (two values in ``[-1, 1]`` per robot, ``[E, R, 2]``).
+        robot_slots, obstacle_slots, core_slots: ``R, O, C``; default to the schedule's
+            maxima. A schedule needing more raises ``ValueError``.
+        schedule: curriculum (spec A9); default the original's 6-stage training schedule.
+        device, dtype: where and in what float precision to simulate.
+        seed: seed of the simulator's ``torch.Generator`` (scenarios and perception noise).
+        max_episode_steps: the original's 1000-step limit.
+        validate: check action values (a host sync per step); see the module docstring.
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        action_kind: ActionKind = "discrete",
+        robot_slots: int | None = None,
+        obstacle_slots: int | None = None,
+        core_slots: int | None = None,
+        schedule: CurriculumSchedule | Mapping[str, Sequence[float]] | None = None,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        seed: int = 0,
+        max_episode_steps: int = MAX_EPISODE_STEPS,
+        validate: bool = True,
+    ) -> None:
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if action_kind not in ("discrete", "continuous"):
+            raise ValueError(f"action_kind must be 'discrete' or 'continuous', got {action_kind!r}")
+        if dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+        if max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
+        if schedule is None:
+            schedule = DEFAULT_TRAINING_SCHEDULE
+        elif not isinstance(schedule, CurriculumSchedule):
+            schedule = CurriculumSchedule.from_dict(schedule)
+        max_robots, max_obstacles, max_cores = schedule.max_counts()
+        slots = (
+            max_robots if robot_slots is None else robot_slots,
+            max_obstacles if obstacle_slots is None else obstacle_slots,
+            max_cores if core_slots is None else core_slots,
+        )
+        for name, count in zip(("robot_slots", "obstacle_slots", "core_slots"), slots, strict=True):
+            if not isinstance(count, int) or count < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {count!r}")
+        if slots[0] < 1:
+            raise ValueError("robot_slots must be at least 1")
+        schedule.check_slots(*slots)
+
+        self.num_envs = num_envs
+        self.action_kind: ActionKind = action_kind
+        self.robot_slots, self.obstacle_slots, self.core_slots = slots
+        self.device = torch.device(device)
+        self.dtype = dtype
+        self.max_episode_steps = max_episode_steps
+        self.num_substeps = int(ROBOT_DEFAULTS["N"])
+        self.validate = validate
+        self.schedule = schedule
+        self._curriculum = CurriculumTable(schedule, device=self.device)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+
+        E, R = num_envs, self.robot_slots
+        # Constants made once (performance rule 3).
+        self._base = default_scenario(E, *slots, dtype=dtype, device=self.device)
+        self._robot_index = torch.arange(R, device=self.device)
+        self._slot_index = torch.arange(MAX_OBJECTS, device=self.device)
+        self._all_envs = torch.ones(E, dtype=torch.bool, device=self.device)
+        self._action_pairs = torch.stack(
+            torch.meshgrid(torch.arange(5), torch.arange(5), indexing="ij"), dim=-1
+        ).view(NUM_DISCRETE_ACTIONS, 2).to(self.device)  # a = 5 i + j -> (i, j)
+
+        # State buffers, overwritten in place by reset / load.
+        self.scenario = default_scenario(E, *slots, dtype=dtype, device=self.device)
+        self._templates = default_scenario(E, *slots, dtype=dtype, device=self.device)
+        self._fixed = torch.zeros(E, dtype=torch.bool, device=self.device)
+        self._any_fixed = False  # host-side: set by load_scenarios, never read from a tensor
+        self._all_fixed = False
+        zeros = lambda *shape, kind=dtype: torch.zeros(  # noqa: E731
+            (E, *shape), dtype=kind, device=self.device
+        )
+        self.state = VesselState(
+            pos=zeros(R, 2), theta=zeros(R), velocity_r=zeros(R, 3), velocity=zeros(R, 3),
+            thrust=zeros(R, 2),
+        )
+        self.collision = zeros(R, kind=torch.bool)
+        self.reach_goal = zeros(R, kind=torch.bool)
+        self.deactivated = zeros(R, kind=torch.bool)
+        self.apply_colregs = zeros(R, kind=torch.bool)
+        self.episode_steps = zeros(kind=torch.int64)
+        # Curriculum clock: environment steps summed over the batch (E per batched step).
+        self.curriculum_step = torch.zeros((), dtype=torch.int64, device=self.device)
+        self.observation = Observation(
+            self_state=zeros(R, 7), objects=zeros(R, MAX_OBJECTS, 5),
+            objects_mask=zeros(R, MAX_OBJECTS, kind=torch.bool),
+        )
+        self.reset()
+
+    # ------------------------------------------------------------------ construction helpers
+    @classmethod
+    def from_scenarios(
+        cls,
+        scenarios: Sequence[Mapping[str, Any]],
+        action_kind: ActionKind = "discrete",
+        robot_slots: int | None = None,
+        obstacle_slots: int | None = None,
+        core_slots: int | None = None,
+        **kwargs: Any,
+    ) -> MarineNavSimulator:
+        """One environment per scenario dict (the original's JSON layout), reset to exactly
+        that scenario every time. Slots default to the largest counts in ``scenarios``.
+        """
+        if len(scenarios) == 0:
+            raise ValueError("no scenarios given")
+
+        def largest(part: str, key: str) -> int:
+            counts = []
+            for i, s in enumerate(scenarios):
+                try:
+                    counts.append(len(s["env"][part]["positions"]))
+                except (KeyError, TypeError):
+                    raise ValueError(f"scenario {i} is missing key env.{part}.positions") from None
+            return max(counts)
+
+        def robots(i: int, s: Mapping[str, Any]) -> int:
+            try:
+                return int(s["env"]["num_robots"])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"scenario {i} is missing key env.num_robots") from None
+
+        slots = (
+            robot_slots or max(robots(i, s) for i, s in enumerate(scenarios)),
+            largest("obstacles", "positions") if obstacle_slots is None else obstacle_slots,
+            largest("cores", "positions") if core_slots is None else core_slots,
+        )
+        sim = cls(len(scenarios), action_kind, *slots,
+                  schedule=kwargs.pop("schedule", None) or _schedule_for_slots(*slots), **kwargs)
+        sim.load_scenarios(scenarios)
+        return sim
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def active(self) -> torch.Tensor:
+        """``[E, R]`` bool: robot present and not deactivated."""
+        return self.scenario.robot_present & ~self.deactivated
+
+    @property
+    def env_done(self) -> torch.Tensor:
+        """``[E]`` bool: no active robot left (the step limit is reported by :meth:`step`)."""
+        return ~self.active.any(dim=-1)
+
+    # ------------------------------------------------------------------ reset and loading
+    def reset(self, mask: torch.Tensor | None = None) -> Observation:
+        """Start new episodes in the environments selected by ``mask`` ``[E]`` (all if None).
+
+        Generated environments get a new scenario for the curriculum stage of
+        ``curriculum_step``; environments loaded as fixed scenarios restart that scenario.
+        Other environments are left untouched. No host sync.
+        """
+        mask = self._all_envs if mask is None else self._check_mask(mask)
+        if self._all_fixed:
+            new = self._templates
+        else:
+            counts = self._curriculum.stage_params(self.curriculum_step, self.num_envs)
+            new = generate_scenarios(self._base, *counts, generator=self.generator)
+            if self._any_fixed:
+                new = self._templates.select(self._fixed, new)
+        self.scenario.assign_(mask, new)
+        self._restart(mask)
+        return self.observation
+
+    def load_scenarios(
+        self,
+        scenarios: Sequence[Mapping[str, Any]] | Scenario,
+        env_ids: Sequence[int] | None = None,
+        fixed: bool = True,
+    ) -> Observation:
+        """Put environments into exactly the given scenarios (original JSON layout, A10).
+
+        Args:
+            scenarios: episode dicts, or a :class:`Scenario` with matching slots.
+            env_ids: the environments to load into (default ``0 .. len(scenarios) - 1``).
+            fixed: if true, :meth:`reset` restarts these environments with the same scenario
+                (fixed evaluation sets); otherwise they return to generated scenarios.
+        """
+        if isinstance(scenarios, Scenario):
+            loaded = scenarios.to(device=self.device, dtype=self.dtype)
+            if loaded.slots != (self.robot_slots, self.obstacle_slots, self.core_slots):
+                raise ValueError(f"scenario slots {loaded.slots} differ from the simulator's")
+        else:
+            loaded = scenarios_from_dicts(
+                scenarios, self.robot_slots, self.obstacle_slots, self.core_slots,
+                self.num_substeps, dtype=self.dtype, device=self.device,
+            )
+        count = loaded.num_envs
+        ids = list(range(count)) if env_ids is None else [int(i) for i in env_ids]
+        if len(ids) != count:
+            raise ValueError(f"{count} scenarios but {len(ids)} env_ids")
+        if len(set(ids)) != len(ids) or any(not 0 <= i < self.num_envs for i in ids):
+            raise ValueError(f"env_ids must be distinct and in [0, {self.num_envs}), got {ids}")
+        index = torch.tensor(ids, device=self.device)
+        mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        mask[index] = True
+        for name, value in loaded.tensors().items():
+            getattr(self.scenario, name)[index] = value
+            if fixed:
+                getattr(self._templates, name)[index] = value
+        self._fixed[index] = fixed
+        fixed_host = self._fixed.cpu()  # host: load time, not a hot path
+        self._any_fixed = bool(fixed_host.any())
+        self._all_fixed = bool(fixed_host.all())
+        self._restart(mask)
+        return self.observation
+
+    def export_scenarios(self, env_ids: Sequence[int] | None = None) -> list[dict]:
+        """The scenarios (initial conditions) of environments as original-layout dicts."""
+        scenario = self.scenario if env_ids is None else self.scenario.index(
+            torch.as_tensor(list(env_ids), device=self.device)
+        )
+        return scenarios_to_dicts(scenario, self.num_substeps)
+
+    def _restart(self, mask: torch.Tensor) -> None:
+        """Initial state from ``self.scenario`` for envs in ``mask``; others untouched."""
+        s = self.scenario
+        env2 = mask.view(-1, 1)
+        env3 = mask.view(-1, 1, 1)
+        current = self._current(s.start)
+        velocity = s.init_velocity_r.clone()
+        velocity[..., :2] += current
+        st = self.state
+        torch.where(env3, s.start, st.pos, out=st.pos)
+        torch.where(env2, s.init_theta, st.theta, out=st.theta)
+        torch.where(env3, s.init_velocity_r, st.velocity_r, out=st.velocity_r)
+        torch.where(env3, velocity, st.velocity, out=st.velocity)
+        torch.where(env3, s.init_thrust, st.thrust, out=st.thrust)
+        for flag in (self.collision, self.reach_goal, self.deactivated, self.apply_colregs):
+            flag.masked_fill_(env2, False)
+        self.episode_steps.masked_fill_(mask, 0)
+        self._observe(mask)
+
+    # ------------------------------------------------------------------ stepping
+    def step(self, actions: torch.Tensor) -> StepResult:
+        """Advance every environment by one step (0.5 s with the defaults).
+
+        Args:
+            actions: discrete ``[E, R]`` int64 indices in ``0..24`` (``a = 5 i + j`` means
+                left change ``table[i]``, right change ``table[j]``), or continuous
+                ``[E, R, 2]`` floats in ``[-1, 1]`` (change rates ``1000 a`` N/s). Actions of
+                inactive robots are ignored.
+        """
+        active = self.active
+        thrust_rate = self._thrust_rate(actions, active)
+        s, st = self.scenario, self.state
+        dist_before = torch.linalg.vector_norm(s.goal - st.pos, dim=-1)
+        moved = integrate_step(
+            st, thrust_rate, self.num_substeps, s.dt, s.min_thrust, s.max_thrust, s.hydro,
+            s.init_thruster_angle, s.length, s.width_hull, self._current,
+        )
+        a2, a3 = active, active.unsqueeze(-1)
+        torch.where(a3, moved.pos, st.pos, out=st.pos)
+        torch.where(a2, moved.theta, st.theta, out=st.theta)
+        torch.where(a3, moved.velocity_r, st.velocity_r, out=st.velocity_r)
+        torch.where(a3, moved.velocity, st.velocity, out=st.velocity)
+        torch.where(a3, moved.thrust, st.thrust, out=st.thrust)
+        dist_after = torch.linalg.vector_norm(s.goal - st.pos, dim=-1)
+        reward = s.timestep_penalty.unsqueeze(-1) + (dist_before - dist_after)
+
+        phi = self._observe(self._all_envs)
+        reward = reward + torch.where(
+            self.apply_colregs, s.colregs_penalty.unsqueeze(-1) * phi, torch.zeros_like(phi)
+        )
+        timeout = (self.episode_steps >= self.max_episode_steps).unsqueeze(-1)  # [E, 1]
+        terminal = torch.where(
+            self.collision, s.collision_penalty.unsqueeze(-1),
+            torch.where(self.reach_goal, s.goal_reward.unsqueeze(-1), torch.zeros_like(reward)),
+        )
+        terminal = torch.where(timeout, torch.zeros_like(terminal), terminal)
+        reward = torch.where(active, reward + terminal, torch.zeros_like(reward))
+
+        ended = self.collision | self.reach_goal
+        info = torch.where(
+            timeout, int(InfoState.TOO_LONG_EPISODE),
+            torch.where(
+                self.collision, int(InfoState.COLLISION),
+                torch.where(self.reach_goal, int(InfoState.REACH_GOAL), int(InfoState.NORMAL)),
+            ),
+        )
+        info = torch.where(
+            active, info,
+            torch.where(
+                ~s.robot_present, int(InfoState.EMPTY_SLOT),
+                torch.where(
+                    self.collision, int(InfoState.DEACTIVATED_AFTER_COLLISION),
+                    int(InfoState.DEACTIVATED_AFTER_REACHING_GOAL),
+                ),
+            ),
+        )
+        done = ~active | timeout | ended
+        energy = torch.where(
+            active,
+            s.power_coefficient * st.thrust.abs().sum(dim=-1) * s.dt * self.num_substeps,
+            torch.zeros_like(reward),
+        )
+        self.episode_steps += 1
+        self.curriculum_step += self.num_envs
+        self.deactivated |= active & ended  # the trainer's deactivation (A8)
+        env_truncated = timeout.squeeze(-1)
+        return StepResult(
+            reward=reward,
+            done=done,
+            info=info,
+            was_active=active,
+            terminated=active & ended & ~timeout,
+            truncated=active & timeout,
+            energy=energy,
+            env_done=env_truncated | self.env_done,
+            env_truncated=env_truncated,
+        )
+
+    # ------------------------------------------------------------------ internals
+    def _current(self, points: torch.Tensor) -> torch.Tensor:
+        s = self.scenario
+        return current_velocity(
+            points, s.core_pos, s.core_clockwise, s.core_gamma, s.core_present, s.core_radius
+        )
+
+    def _observe(self, mask: torch.Tensor) -> torch.Tensor:
+        """Perceive (A5) and apply COLREGs (A6) for envs in ``mask``; returns ``phi [E, R]``."""
+        s, st = self.scenario, self.state
+        active = self.active
+        seen = perceive(
+            pos=st.pos, theta=st.theta, velocity=st.velocity, thrust=st.thrust, goal=s.goal,
+            radius=s.radius, goal_dis=s.goal_dis, active=active,
+            obstacle_pos=s.obstacle_pos, obstacle_radius=s.obstacle_radius,
+            obstacle_present=s.obstacle_present, perception_range=s.perception_range,
+            perception_angle=s.perception_angle, max_obj_num=s.max_obj_num, pos_std=s.pos_std,
+            vel_std=s.vel_std, r_kappa=s.r_kappa, r_mean_ratio=s.r_mean_ratio,
+            robot_index=self._robot_index, slot_index=self._slot_index,
+            generator=self.generator,
+        )
+        obs = seen.observation
+        ego_velocity = obs.self_state[..., 2:4]
+        apply, phi = colregs_turn(obs.objects, obs.objects_mask, ego_velocity, s.radius)
+        env2, env3, env4 = mask.view(-1, 1), mask.view(-1, 1, 1), mask.view(-1, 1, 1, 1)
+        torch.where(env3, obs.self_state, self.observation.self_state,
+                    out=self.observation.self_state)
+        torch.where(env4, obs.objects, self.observation.objects, out=self.observation.objects)
+        torch.where(env3, obs.objects_mask, self.observation.objects_mask,
+                    out=self.observation.objects_mask)
+        self.collision |= env2 & seen.collision
+        self.reach_goal |= env2 & seen.reach_goal
+        torch.where(env2 & active, apply, self.apply_colregs, out=self.apply_colregs)
+        return phi
+
+    def _check_mask(self, mask: torch.Tensor) -> torch.Tensor:
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            raise ValueError("reset mask must be a bool tensor")
+        if mask.shape != (self.num_envs,):
+            raise ValueError(f"reset mask must have shape ({self.num_envs},), got {tuple(mask.shape)}")
+        return mask.to(self.device)
+
+    def _thrust_rate(self, actions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        """Validate actions and map them to thrust change rates ``[E, R, 2]`` (N/s)."""
+        E, R = self.num_envs, self.robot_slots
+        if not isinstance(actions, torch.Tensor):
+            raise ValueError(f"actions must be a torch.Tensor, got {type(actions).__name__}")
+        if actions.device != self.device:
+            raise ValueError(f"actions are on {actions.device}, the simulator on {self.device}")
+        if self.action_kind == "discrete":
+            if actions.shape != (E, R):
+                raise ValueError(f"discrete actions must have shape ({E}, {R}), got "
+                                 f"{tuple(actions.shape)}")
+            if actions.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+                raise ValueError(f"discrete actions must be integer indices, got {actions.dtype}")
+            if self.validate:
+                bad = active & ((actions < 0) | (actions >= NUM_DISCRETE_ACTIONS))
+                if bad.any():  # validation mode only: a host sync
+                    raise ValueError("discrete action index outside 0..24 for an active robot")
+            index = actions.long().clamp(0, NUM_DISCRETE_ACTIONS - 1)
+            pairs = self._action_pairs[index]  # [E, R, 2] table indices (left, right)
+            return torch.gather(self.scenario.thrust_change, -1, pairs.unsqueeze(-1)).squeeze(-1)
+        if actions.shape != (E, R, 2):
+            raise ValueError(f"continuous actions must have shape ({E}, {R}, 2), got "
+                             f"{tuple(actions.shape)}")
+        if not actions.is_floating_point():
+            raise ValueError(f"continuous actions must be floating point, got {actions.dtype}")
+        if self.validate:
+            bad = active.unsqueeze(-1) & ~torch.isfinite(actions)
+            if bad.any():  # validation mode only: a host sync
+                raise ValueError("continuous action is NaN or infinite for an active robot")
+        actions = torch.where(active.unsqueeze(-1), actions.to(self.dtype), 0.0)
+        return CONTINUOUS_THRUST_RATE * actions
+
+
+def _schedule_for_slots(robots: int, obstacles: int, cores: int) -> CurriculumSchedule:
+    """A one-stage schedule filling the given slots (used for fixed scenario sets)."""
+    return CurriculumSchedule(
+        timesteps=[0], num_robots=[robots], num_cores=[cores], num_obstacles=[obstacles],
+        min_start_goal_dis=[30.0],
+    )
+
+
+__all__ = ["MarineNavSimulator", "StepResult", "ActionKind", "world_to_body"]
