@@ -69,8 +69,17 @@ def _steady(thrust_left: float, thrust_right: float, steps: int = 300) -> Vessel
     rate = torch.zeros(1, 1, 2, dtype=torch.float64)
     for _ in range(steps):
         state = integrate_step(
-            state, rate, 10, s.dt, s.min_thrust, s.max_thrust, s.hydro, s.init_thruster_angle,
-            s.length, s.width_hull, no_current,
+            state,
+            rate,
+            10,
+            s.dt,
+            s.min_thrust,
+            s.max_thrust,
+            s.hydro,
+            s.init_thruster_angle,
+            s.length,
+            s.width_hull,
+            no_current,
         )
     return state
 
@@ -101,14 +110,25 @@ def test_thrust_change_is_clipped_to_bounds() -> None:
     s = default_scenario(1, 2, 0, 0, dtype=torch.float64)
     zeros = torch.zeros(1, 2, 3, dtype=torch.float64)
     state = VesselState(
-        pos=torch.zeros(1, 2, 2, dtype=torch.float64), theta=torch.zeros(1, 2, dtype=torch.float64),
-        velocity_r=zeros, velocity=zeros,
+        pos=torch.zeros(1, 2, 2, dtype=torch.float64),
+        theta=torch.zeros(1, 2, dtype=torch.float64),
+        velocity_r=zeros,
+        velocity=zeros,
         thrust=torch.tensor([[[900.0, -400.0], [0.0, 0.0]]], dtype=torch.float64),
     )
     rate = torch.tensor([[[1000.0, -1000.0], [500.0, -500.0]]], dtype=torch.float64)
     out = integrate_step(
-        state, rate, 10, s.dt, s.min_thrust, s.max_thrust, s.hydro, s.init_thruster_angle,
-        s.length, s.width_hull, lambda p: torch.zeros_like(p),
+        state,
+        rate,
+        10,
+        s.dt,
+        s.min_thrust,
+        s.max_thrust,
+        s.hydro,
+        s.init_thruster_angle,
+        s.length,
+        s.width_hull,
+        lambda p: torch.zeros_like(p),
     )
     torch.testing.assert_close(
         out.thrust, torch.tensor([[[1000.0, -500.0], [250.0, -250.0]]], dtype=torch.float64)

@@ -39,7 +39,9 @@ def _load(path: Path) -> dict:
 
 def _close(actual: torch.Tensor, expected, what: str) -> None:
     expected = torch.as_tensor(expected, dtype=torch.float64)
-    torch.testing.assert_close(actual.to(torch.float64), expected, **TOL, msg=lambda m: f"{what}: {m}")
+    torch.testing.assert_close(
+        actual.to(torch.float64), expected, **TOL, msg=lambda m: f"{what}: {m}"
+    )
 
 
 def _check_robots(sim: MarineNavSimulator, records: list[dict], where: str) -> None:

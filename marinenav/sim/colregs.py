@@ -37,7 +37,9 @@ def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:
 
 
 def colregs_turn(
-    objects: torch.Tensor, objects_mask: torch.Tensor, ego_velocity: torch.Tensor,
+    objects: torch.Tensor,
+    objects_mask: torch.Tensor,
+    ego_velocity: torch.Tensor,
     ego_radius: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Whether COLREGs apply and the turn angle, per robot.
@@ -64,13 +66,20 @@ def colregs_turn(
     beta = torch.atan2(course_vec[..., 1], course_vec[..., 0])
     x, y = position.unbind(-1)
     head_on = (
-        (x >= HEAD_ON_X[0]) & (x <= HEAD_ON_X[1]) & (y >= HEAD_ON_Y[0]) & (y <= HEAD_ON_Y[1])
+        (x >= HEAD_ON_X[0])
+        & (x <= HEAD_ON_X[1])
+        & (y >= HEAD_ON_Y[0])
+        & (y <= HEAD_ON_Y[1])
         & (beta.abs() > HEAD_ON_COURSE)
     )
     crossing = (
-        (x >= CROSSING_X[0]) & (x <= CROSSING_X[1]) & (y >= CROSSING_Y[0]) & (y <= CROSSING_Y[1])
+        (x >= CROSSING_X[0])
+        & (x <= CROSSING_X[1])
+        & (y >= CROSSING_Y[0])
+        & (y <= CROSSING_Y[1])
         & ~(y > CROSSING_FRONT_SLOPE * x)
-        & (beta >= CROSSING_COURSE[0]) & (beta <= CROSSING_COURSE[1])
+        & (beta >= CROSSING_COURSE[0])
+        & (beta <= CROSSING_COURSE[1])
     )
     # Turn angle to the port-side tangent of the inflated object.
     course = torch.atan2(ego[..., 1], ego[..., 0])
@@ -78,7 +87,9 @@ def colregs_turn(
     inflated = obj_radius + PASSING_MARGIN
     dist = torch.hypot(px, py)
     delta1 = torch.asin(inflated / dist)
-    delta2 = torch.atan2(ego_radius.unsqueeze(-1).expand_as(dist), torch.sqrt(dist**2 - inflated**2))
+    delta2 = torch.atan2(
+        ego_radius.unsqueeze(-1).expand_as(dist), torch.sqrt(dist**2 - inflated**2)
+    )
     desired = wrap_to_pi(bearing + delta1 + delta2)
     phi = wrap_to_pi(desired - course)
     applies = objects_mask & moving & (head_on | crossing) & (phi > 0)  # NaN > 0 is false

@@ -36,7 +36,9 @@ def wrap_to_2pi(angle: torch.Tensor) -> torch.Tensor:
     The original adds or subtracts 2pi in a loop; a heading changes by ``omega * dt`` (far less
     than a turn) per sub-step, so a single correction gives bit-identical results.
     """
-    return torch.where(angle < 0, angle + TWO_PI, torch.where(angle >= TWO_PI, angle - TWO_PI, angle))
+    return torch.where(
+        angle < 0, angle + TWO_PI, torch.where(angle >= TWO_PI, angle - TWO_PI, angle)
+    )
 
 
 def world_to_body(vec: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -115,8 +117,12 @@ def thruster_forces(
 
 
 def body_acceleration(
-    rel: torch.Tensor, ground: torch.Tensor, yaw_rate: torch.Tensor, hydro: torch.Tensor,
-    tau: torch.Tensor, mass_inv: torch.Tensor,
+    rel: torch.Tensor,
+    ground: torch.Tensor,
+    yaw_rate: torch.Tensor,
+    hydro: torch.Tensor,
+    tau: torch.Tensor,
+    mass_inv: torch.Tensor,
 ) -> torch.Tensor:
     """``nu_dot = A^-1 (-C_RB V - (C_A + D + D_n) V_r + tau)``, ``[E, R, 3]`` (spec A4.2).
 
@@ -141,10 +147,12 @@ def body_acceleration(
     # Linear damping D and nonlinear damping D_n on V_r.
     damp = (
         -h("xU") * u_r - h("xUU") * abs_u_r * u_r,
-        -h("yV") * v_r - h("yR") * r
+        -h("yV") * v_r
+        - h("yR") * r
         - (h("yVV") * abs_v_r + h("yRV") * abs_r) * v_r
         - (h("yVR") * abs_v_r + h("yRR") * abs_r) * r,
-        -h("nV") * v_r - h("nR") * r
+        -h("nV") * v_r
+        - h("nR") * r
         - (h("nVV") * abs_v_r + h("nRV") * abs_r) * v_r
         - (h("nVR") * abs_v_r + h("nRR") * abs_r) * r,
     )
@@ -206,4 +214,6 @@ def integrate_step(
         rel = rel + accel[..., :2] * dt3
         yaw_rate = yaw_rate + accel[..., 2] * dt
         velocity_r = torch.cat((body_to_world(rel, cos, sin), yaw_rate.unsqueeze(-1)), dim=-1)
-    return VesselState(pos=pos, theta=theta, velocity_r=velocity_r, velocity=velocity, thrust=thrust)
+    return VesselState(
+        pos=pos, theta=theta, velocity_r=velocity_r, velocity=velocity, thrust=thrust
+    )

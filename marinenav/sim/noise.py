@@ -6,7 +6,8 @@ scheme with a fixed number of proposals per draw and keeps the first accepted on
 reads a value back. The acceptance rate of one proposal is above 0.65 for every ``kappa``
 (0.87 at ``kappa = 1``, the default), so with ``VON_MISES_PROPOSALS = 16`` the chance that no
 proposal is accepted is about ``1e-14`` at ``kappa = 1`` and below ``0.35**16 ~ 5e-8`` for any
-``kappa``; in that case the last proposal (a draw from the wrapped-Cauchy envelope) is returned. ``tests/test_noise.py`` checks the distribution.
+``kappa``; in that case the last proposal (a draw from the wrapped-Cauchy envelope) is returned.
+``tests/test_noise.py`` checks the distribution.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def sample_von_mises(
     tau = 1 + torch.sqrt(1 + 4 * safe_kappa * safe_kappa)
     rho = (tau - torch.sqrt(2 * tau)) / (2 * safe_kappa)
     r = (1 + rho * rho) / (2 * rho)
-    uniforms = torch.rand((*shape, VON_MISES_PROPOSALS, 3), generator=generator, dtype=dtype,
-                          device=device)
+    uniforms = torch.rand(
+        (*shape, VON_MISES_PROPOSALS, 3), generator=generator, dtype=dtype, device=device
+    )
     u1, u2, u3 = uniforms.unbind(-1)
     z = torch.cos(math.pi * u1)
     f = (1 + r * z) / (r + z)

@@ -38,8 +38,12 @@ class PerceptionResult:
 
 
 def self_state(
-    pos: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, velocity: torch.Tensor,
-    thrust: torch.Tensor, goal: torch.Tensor,
+    pos: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    velocity: torch.Tensor,
+    thrust: torch.Tensor,
+    goal: torch.Tensor,
 ) -> torch.Tensor:
     """The 7-number self observation ``[E, R, 7]`` in the robot frame, no noise (A5.1).
 

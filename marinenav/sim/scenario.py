@@ -198,12 +198,12 @@ def default_scenario(
     fields: dict[str, torch.Tensor] = {
         name: env_full(ENV_DEFAULTS[key]) for name, key in ENV_SCALAR_FIELDS.items()
     }
-    fields["v_range"] = torch.tensor(ENV_DEFAULTS["v_range"], dtype=dtype, device=device).expand(
-        n, 2
-    ).clone()
-    fields["obs_r_range"] = torch.tensor(
-        ENV_DEFAULTS["obs_r_range"], dtype=dtype, device=device
-    ).expand(n, 2).clone()
+    fields["v_range"] = (
+        torch.tensor(ENV_DEFAULTS["v_range"], dtype=dtype, device=device).expand(n, 2).clone()
+    )
+    fields["obs_r_range"] = (
+        torch.tensor(ENV_DEFAULTS["obs_r_range"], dtype=dtype, device=device).expand(n, 2).clone()
+    )
     fields["seed"] = zeros(kind=torch.int64)
     fields["is_eval_env"] = zeros(kind=torch.bool)
     fields.update(

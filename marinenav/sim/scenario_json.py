@@ -105,7 +105,9 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
     robots = _require(scenario, "robots", "")
     for name, key in ENV_SCALAR_FIELDS.items():
         getattr(out, name)[i] = float(_require(env, key, "env"))
-    out.v_range[i] = torch.tensor(_list_of_length(_require(env, "v_range", "env"), 2, "env.v_range"))
+    out.v_range[i] = torch.tensor(
+        _list_of_length(_require(env, "v_range", "env"), 2, "env.v_range")
+    )
     out.obs_r_range[i] = torch.tensor(
         _list_of_length(_require(env, "obs_r_range", "env"), 2, "env.obs_r_range")
     )
@@ -120,14 +122,16 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
             f"{n_cores} vortex cores but the simulator has {out.core_present.shape[1]} core slots"
         )
     core_pos = _finite(_list_of_length(core_pos, n_cores, "env.cores.positions"), "cores")
-    clockwise = _list_of_length(_require(cores, "clockwise", "env.cores"), n_cores,
-                                "env.cores.clockwise")
+    clockwise = _list_of_length(
+        _require(cores, "clockwise", "env.cores"), n_cores, "env.cores.clockwise"
+    )
     gamma = _list_of_length(_require(cores, "Gamma", "env.cores"), n_cores, "env.cores.Gamma")
     if n_cores:
         out.core_pos[i, :n_cores] = torch.tensor(core_pos, dtype=torch.float64).view(n_cores, 2)
         out.core_clockwise[i, :n_cores] = torch.tensor([bool(c) for c in clockwise])
-        out.core_gamma[i, :n_cores] = torch.tensor(_finite(gamma, "env.cores.Gamma"),
-                                                   dtype=torch.float64)
+        out.core_gamma[i, :n_cores] = torch.tensor(
+            _finite(gamma, "env.cores.Gamma"), dtype=torch.float64
+        )
         out.core_present[i, :n_cores] = True
 
     obstacles = _require(env, "obstacles", "env")
@@ -135,26 +139,31 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
     n_obs = len(obs_pos)
     if n_obs > out.obstacle_present.shape[1]:
         raise ValueError(
-            f"{n_obs} obstacles but the simulator has {out.obstacle_present.shape[1]} obstacle slots"
+            f"{n_obs} obstacles but the simulator has "
+            f"{out.obstacle_present.shape[1]} obstacle slots"
         )
     obs_r = _list_of_length(_require(obstacles, "r", "env.obstacles"), n_obs, "env.obstacles.r")
     if n_obs:
         out.obstacle_pos[i, :n_obs] = torch.tensor(
             _finite(obs_pos, "env.obstacles.positions"), dtype=torch.float64
         ).view(n_obs, 2)
-        out.obstacle_radius[i, :n_obs] = torch.tensor(_finite(obs_r, "env.obstacles.r"),
-                                                      dtype=torch.float64)
+        out.obstacle_radius[i, :n_obs] = torch.tensor(
+            _finite(obs_r, "env.obstacles.r"), dtype=torch.float64
+        )
         out.obstacle_present[i, :n_obs] = True
 
     n = int(_require(env, "num_robots", "env"))
     if n < 1:
         raise ValueError(f"env.num_robots must be at least 1, got {n}")
     if n > out.robot_present.shape[1]:
-        raise ValueError(f"{n} robots but the simulator has {out.robot_present.shape[1]} robot slots")
+        raise ValueError(
+            f"{n} robots but the simulator has {out.robot_present.shape[1]} robot slots"
+        )
 
     def robot_list(key: str, where: Mapping[str, Any] = robots, prefix: str = "robots") -> list:
-        return _finite(_list_of_length(_require(where, key, prefix), n, f"{prefix}.{key}"),
-                       f"{prefix}.{key}")
+        return _finite(
+            _list_of_length(_require(where, key, prefix), n, f"{prefix}.{key}"), f"{prefix}.{key}"
+        )
 
     def robot_tensor(key: str, where: Mapping[str, Any] = robots, prefix: str = "robots"):
         return torch.tensor(robot_list(key, where, prefix), dtype=torch.float64)
@@ -199,7 +208,9 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
     out.robot_present[i, :n] = True
 
 
-def scenarios_to_dicts(scenario: Scenario, num_substeps: int = int(ROBOT_DEFAULTS["N"])) -> list[dict]:
+def scenarios_to_dicts(
+    scenario: Scenario, num_substeps: int = int(ROBOT_DEFAULTS["N"])
+) -> list[dict]:
     """Export every environment of ``scenario`` as the original's episode dict (A10).
 
     Reads the tensors back to the host once (not for hot paths). Only present robots,
@@ -208,7 +219,11 @@ def scenarios_to_dicts(scenario: Scenario, num_substeps: int = int(ROBOT_DEFAULT
     host = scenario.to(device="cpu", dtype=torch.float64)
     values = {name: tensor.tolist() for name, tensor in host.tensors().items()}  # host: export
     current = current_velocity(
-        host.start, host.core_pos, host.core_clockwise, host.core_gamma, host.core_present,
+        host.start,
+        host.core_pos,
+        host.core_clockwise,
+        host.core_gamma,
+        host.core_present,
         host.core_radius,
     )
     values["start_current"] = current.tolist()  # host: export
@@ -262,8 +277,12 @@ def _dict_of_env(v: dict[str, list], e: int, num_substeps: int) -> dict:
     robots["trajectory"] = [
         [[*start, theta, *vel, vel[0] + cur[0], vel[1] + cur[1], vel[2], *angle, *thrust]]
         for start, theta, vel, cur, angle, thrust in zip(
-            robots["start"], robots["init_theta"], robots["init_velocity_r"],
-            per_robot("start_current"), per_robot("init_thruster_angle"), per_robot("init_thrust"),
+            robots["start"],
+            robots["init_theta"],
+            robots["init_velocity_r"],
+            per_robot("start_current"),
+            per_robot("init_thruster_angle"),
+            per_robot("init_thrust"),
             strict=True,
         )
     ]

@@ -34,12 +34,12 @@ from marinenav.sim.constants import (
     ROBOT_DEFAULTS,
     InfoState,
 )
+from marinenav.sim.current import current_velocity
 from marinenav.sim.curriculum import (
     DEFAULT_TRAINING_SCHEDULE,
     CurriculumSchedule,
     CurriculumTable,
 )
-from marinenav.sim.current import current_velocity
 from marinenav.sim.dynamics import VesselState, integrate_step, world_to_body
 from marinenav.sim.generation import generate_scenarios
 from marinenav.sim.perception import Observation, perceive
@@ -128,7 +128,7 @@ class MarineNavSimulator:
         self.num_substeps = int(ROBOT_DEFAULTS["N"])
         self.validate = validate
         self.schedule = schedule
-        self._curriculum = CurriculumTable(schedule, device=self.device)
+        self._curriculum = CurriculumTable(schedule, device=self.device, dtype=dtype)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
@@ -138,9 +138,11 @@ class MarineNavSimulator:
         self._robot_index = torch.arange(R, device=self.device)
         self._slot_index = torch.arange(MAX_OBJECTS, device=self.device)
         self._all_envs = torch.ones(E, dtype=torch.bool, device=self.device)
-        self._action_pairs = torch.stack(
-            torch.meshgrid(torch.arange(5), torch.arange(5), indexing="ij"), dim=-1
-        ).view(NUM_DISCRETE_ACTIONS, 2).to(self.device)  # a = 5 i + j -> (i, j)
+        self._action_pairs = (
+            torch.stack(torch.meshgrid(torch.arange(5), torch.arange(5), indexing="ij"), dim=-1)
+            .view(NUM_DISCRETE_ACTIONS, 2)
+            .to(self.device)
+        )  # a = 5 i + j -> (i, j)
 
         # State buffers, overwritten in place by reset / load.
         self.scenario = default_scenario(E, *slots, dtype=dtype, device=self.device)
@@ -152,7 +154,10 @@ class MarineNavSimulator:
             (E, *shape), dtype=kind, device=self.device
         )
         self.state = VesselState(
-            pos=zeros(R, 2), theta=zeros(R), velocity_r=zeros(R, 3), velocity=zeros(R, 3),
+            pos=zeros(R, 2),
+            theta=zeros(R),
+            velocity_r=zeros(R, 3),
+            velocity=zeros(R, 3),
             thrust=zeros(R, 2),
         )
         self.collision = zeros(R, kind=torch.bool)
@@ -163,7 +168,8 @@ class MarineNavSimulator:
         # Curriculum clock: environment steps summed over the batch (E per batched step).
         self.curriculum_step = torch.zeros((), dtype=torch.int64, device=self.device)
         self.observation = Observation(
-            self_state=zeros(R, 7), objects=zeros(R, MAX_OBJECTS, 5),
+            self_state=zeros(R, 7),
+            objects=zeros(R, MAX_OBJECTS, 5),
             objects_mask=zeros(R, MAX_OBJECTS, kind=torch.bool),
         )
         self.reset()
@@ -205,8 +211,13 @@ class MarineNavSimulator:
             largest("obstacles", "positions") if obstacle_slots is None else obstacle_slots,
             largest("cores", "positions") if core_slots is None else core_slots,
         )
-        sim = cls(len(scenarios), action_kind, *slots,
-                  schedule=kwargs.pop("schedule", None) or _schedule_for_slots(*slots), **kwargs)
+        sim = cls(
+            len(scenarios),
+            action_kind,
+            *slots,
+            schedule=kwargs.pop("schedule", None) or _schedule_for_slots(*slots),
+            **kwargs,
+        )
         sim.load_scenarios(scenarios)
         return sim
 
@@ -261,8 +272,13 @@ class MarineNavSimulator:
                 raise ValueError(f"scenario slots {loaded.slots} differ from the simulator's")
         else:
             loaded = scenarios_from_dicts(
-                scenarios, self.robot_slots, self.obstacle_slots, self.core_slots,
-                self.num_substeps, dtype=self.dtype, device=self.device,
+                scenarios,
+                self.robot_slots,
+                self.obstacle_slots,
+                self.core_slots,
+                self.num_substeps,
+                dtype=self.dtype,
+                device=self.device,
             )
         count = loaded.num_envs
         ids = list(range(count)) if env_ids is None else [int(i) for i in env_ids]
@@ -286,8 +302,10 @@ class MarineNavSimulator:
 
     def export_scenarios(self, env_ids: Sequence[int] | None = None) -> list[dict]:
         """The scenarios (initial conditions) of environments as original-layout dicts."""
-        scenario = self.scenario if env_ids is None else self.scenario.index(
-            torch.as_tensor(list(env_ids), device=self.device)
+        scenario = (
+            self.scenario
+            if env_ids is None
+            else self.scenario.index(torch.as_tensor(list(env_ids), device=self.device))
         )
         return scenarios_to_dicts(scenario, self.num_substeps)
 
@@ -325,8 +343,17 @@ class MarineNavSimulator:
         s, st = self.scenario, self.state
         dist_before = torch.linalg.vector_norm(s.goal - st.pos, dim=-1)
         moved = integrate_step(
-            st, thrust_rate, self.num_substeps, s.dt, s.min_thrust, s.max_thrust, s.hydro,
-            s.init_thruster_angle, s.length, s.width_hull, self._current,
+            st,
+            thrust_rate,
+            self.num_substeps,
+            s.dt,
+            s.min_thrust,
+            s.max_thrust,
+            s.hydro,
+            s.init_thruster_angle,
+            s.length,
+            s.width_hull,
+            self._current,
         )
         a2, a3 = active, active.unsqueeze(-1)
         torch.where(a3, moved.pos, st.pos, out=st.pos)
@@ -343,7 +370,8 @@ class MarineNavSimulator:
         )
         timeout = (self.episode_steps >= self.max_episode_steps).unsqueeze(-1)  # [E, 1]
         terminal = torch.where(
-            self.collision, s.collision_penalty.unsqueeze(-1),
+            self.collision,
+            s.collision_penalty.unsqueeze(-1),
             torch.where(self.reach_goal, s.goal_reward.unsqueeze(-1), torch.zeros_like(reward)),
         )
         terminal = torch.where(timeout, torch.zeros_like(terminal), terminal)
@@ -351,18 +379,23 @@ class MarineNavSimulator:
 
         ended = self.collision | self.reach_goal
         info = torch.where(
-            timeout, int(InfoState.TOO_LONG_EPISODE),
+            timeout,
+            int(InfoState.TOO_LONG_EPISODE),
             torch.where(
-                self.collision, int(InfoState.COLLISION),
+                self.collision,
+                int(InfoState.COLLISION),
                 torch.where(self.reach_goal, int(InfoState.REACH_GOAL), int(InfoState.NORMAL)),
             ),
         )
         info = torch.where(
-            active, info,
+            active,
+            info,
             torch.where(
-                ~s.robot_present, int(InfoState.EMPTY_SLOT),
+                ~s.robot_present,
+                int(InfoState.EMPTY_SLOT),
                 torch.where(
-                    self.collision, int(InfoState.DEACTIVATED_AFTER_COLLISION),
+                    self.collision,
+                    int(InfoState.DEACTIVATED_AFTER_COLLISION),
                     int(InfoState.DEACTIVATED_AFTER_REACHING_GOAL),
                 ),
             ),
@@ -401,24 +434,39 @@ class MarineNavSimulator:
         s, st = self.scenario, self.state
         active = self.active
         seen = perceive(
-            pos=st.pos, theta=st.theta, velocity=st.velocity, thrust=st.thrust, goal=s.goal,
-            radius=s.radius, goal_dis=s.goal_dis, active=active,
-            obstacle_pos=s.obstacle_pos, obstacle_radius=s.obstacle_radius,
-            obstacle_present=s.obstacle_present, perception_range=s.perception_range,
-            perception_angle=s.perception_angle, max_obj_num=s.max_obj_num, pos_std=s.pos_std,
-            vel_std=s.vel_std, r_kappa=s.r_kappa, r_mean_ratio=s.r_mean_ratio,
-            robot_index=self._robot_index, slot_index=self._slot_index,
+            pos=st.pos,
+            theta=st.theta,
+            velocity=st.velocity,
+            thrust=st.thrust,
+            goal=s.goal,
+            radius=s.radius,
+            goal_dis=s.goal_dis,
+            active=active,
+            obstacle_pos=s.obstacle_pos,
+            obstacle_radius=s.obstacle_radius,
+            obstacle_present=s.obstacle_present,
+            perception_range=s.perception_range,
+            perception_angle=s.perception_angle,
+            max_obj_num=s.max_obj_num,
+            pos_std=s.pos_std,
+            vel_std=s.vel_std,
+            r_kappa=s.r_kappa,
+            r_mean_ratio=s.r_mean_ratio,
+            robot_index=self._robot_index,
+            slot_index=self._slot_index,
             generator=self.generator,
         )
         obs = seen.observation
         ego_velocity = obs.self_state[..., 2:4]
         apply, phi = colregs_turn(obs.objects, obs.objects_mask, ego_velocity, s.radius)
         env2, env3, env4 = mask.view(-1, 1), mask.view(-1, 1, 1), mask.view(-1, 1, 1, 1)
-        torch.where(env3, obs.self_state, self.observation.self_state,
-                    out=self.observation.self_state)
+        torch.where(
+            env3, obs.self_state, self.observation.self_state, out=self.observation.self_state
+        )
         torch.where(env4, obs.objects, self.observation.objects, out=self.observation.objects)
-        torch.where(env3, obs.objects_mask, self.observation.objects_mask,
-                    out=self.observation.objects_mask)
+        torch.where(
+            env3, obs.objects_mask, self.observation.objects_mask, out=self.observation.objects_mask
+        )
         self.collision |= env2 & seen.collision
         self.reach_goal |= env2 & seen.reach_goal
         torch.where(env2 & active, apply, self.apply_colregs, out=self.apply_colregs)
@@ -428,7 +476,9 @@ class MarineNavSimulator:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             raise ValueError("reset mask must be a bool tensor")
         if mask.shape != (self.num_envs,):
-            raise ValueError(f"reset mask must have shape ({self.num_envs},), got {tuple(mask.shape)}")
+            raise ValueError(
+                f"reset mask must have shape ({self.num_envs},), got {tuple(mask.shape)}"
+            )
         return mask.to(self.device)
 
     def _thrust_rate(self, actions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
@@ -440,9 +490,16 @@ class MarineNavSimulator:
             raise ValueError(f"actions are on {actions.device}, the simulator on {self.device}")
         if self.action_kind == "discrete":
             if actions.shape != (E, R):
-                raise ValueError(f"discrete actions must have shape ({E}, {R}), got "
-                                 f"{tuple(actions.shape)}")
-            if actions.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+                raise ValueError(
+                    f"discrete actions must have shape ({E}, {R}), got {tuple(actions.shape)}"
+                )
+            if actions.dtype not in (
+                torch.int64,
+                torch.int32,
+                torch.int16,
+                torch.int8,
+                torch.uint8,
+            ):
                 raise ValueError(f"discrete actions must be integer indices, got {actions.dtype}")
             if self.validate:
                 bad = active & ((actions < 0) | (actions >= NUM_DISCRETE_ACTIONS))
@@ -452,8 +509,9 @@ class MarineNavSimulator:
             pairs = self._action_pairs[index]  # [E, R, 2] table indices (left, right)
             return torch.gather(self.scenario.thrust_change, -1, pairs.unsqueeze(-1)).squeeze(-1)
         if actions.shape != (E, R, 2):
-            raise ValueError(f"continuous actions must have shape ({E}, {R}, 2), got "
-                             f"{tuple(actions.shape)}")
+            raise ValueError(
+                f"continuous actions must have shape ({E}, {R}, 2), got {tuple(actions.shape)}"
+            )
         if not actions.is_floating_point():
             raise ValueError(f"continuous actions must be floating point, got {actions.dtype}")
         if self.validate:
@@ -467,7 +525,10 @@ class MarineNavSimulator:
 def _schedule_for_slots(robots: int, obstacles: int, cores: int) -> CurriculumSchedule:
     """A one-stage schedule filling the given slots (used for fixed scenario sets)."""
     return CurriculumSchedule(
-        timesteps=[0], num_robots=[robots], num_cores=[cores], num_obstacles=[obstacles],
+        timesteps=[0],
+        num_robots=[robots],
+        num_cores=[cores],
+        num_obstacles=[obstacles],
         min_start_goal_dis=[30.0],
     )
 

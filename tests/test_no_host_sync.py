@@ -1,0 +1,94 @@
+"""No host synchronisation in ``step`` and masked ``reset`` (performance rule 1).
+
+On CPU we count every call that reads a tensor back to Python; on CUDA we also run under
+``torch.cuda.set_sync_debug_mode("error")``, which raises on any synchronising CUDA call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+
+import pytest
+import torch
+
+from marinenav.sim import MarineNavSimulator
+
+READ_BACKS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__")
+
+
+@contextlib.contextmanager
+def count_read_backs():
+    """Count calls of tensor read-back methods while the block runs."""
+    counts: Counter[str] = Counter()
+    originals = {name: getattr(torch.Tensor, name) for name in READ_BACKS}
+
+    def counting(name):
+        original = originals[name]
+
+        def wrapper(self, *args, **kwargs):
+            counts[name] += 1
+            return original(self, *args, **kwargs)
+
+        return wrapper
+
+    for name in READ_BACKS:
+        setattr(torch.Tensor, name, counting(name))
+    try:
+        yield counts
+    finally:
+        for name, original in originals.items():
+            setattr(torch.Tensor, name, original)
+
+
+def _drive(sim: MarineNavSimulator, steps: int) -> None:
+    """Random actions, stepping and resetting finished environments, as a trainer would."""
+    gen = torch.Generator(device=sim.device).manual_seed(0)
+    E, R = sim.num_envs, sim.robot_slots
+    for _ in range(steps):
+        if sim.action_kind == "discrete":
+            actions = torch.randint(0, 25, (E, R), generator=gen, device=sim.device)
+        else:
+            actions = torch.rand((E, R, 2), generator=gen, device=sim.device) * 2 - 1
+        result = sim.step(actions)
+        sim.reset(result.env_done)
+
+
+def test_counting_catches_a_read_back() -> None:
+    with count_read_backs() as counts:
+        bool(torch.ones(1) > 0)
+        torch.ones(1).item()
+    assert counts["__bool__"] == 1 and counts["item"] == 1
+
+
+@pytest.mark.parametrize("action_kind", ["discrete", "continuous"])
+def test_step_and_masked_reset_make_no_read_back(action_kind: str) -> None:
+    sim = MarineNavSimulator(6, action_kind, core_slots=2, validate=False, max_episode_steps=40)
+    with count_read_backs() as counts:
+        _drive(sim, 300)
+    assert sum(counts.values()) == 0, dict(counts)
+    assert int(sim.curriculum_step) == 6 * 300
+
+
+def test_validation_mode_is_what_reads_back() -> None:
+    sim = MarineNavSimulator(2, "continuous", validate=True)
+    with count_read_backs() as counts:
+        sim.step(torch.zeros(2, 5, 2))
+    assert counts["__bool__"] >= 1
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("action_kind", ["discrete", "continuous"])
+def test_cuda_step_and_reset_never_synchronise(action_kind: str) -> None:
+    sim = MarineNavSimulator(
+        64, action_kind, core_slots=2, device="cuda", validate=False, max_episode_steps=40
+    )
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        _drive(sim, 200)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    assert int(sim.curriculum_step) == 64 * 200
