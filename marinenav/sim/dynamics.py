@@ -64,28 +64,22 @@ class VesselState:
     thrust: torch.Tensor  # [E, R, 2] (left, right) N
 
 
-def mass_matrix_inverse(hydro: torch.Tensor) -> torch.Tensor:
-    """Inverse of ``A = M_RB + M_A`` for every robot, ``[E, R, 3, 3]``.
+def mass_matrix_inverse(hydro: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Non-zero entries of ``A^-1`` with ``A = M_RB + M_A``, each ``[E, R]``.
 
-    ``A = [[m - X_u', 0, 0], [0, m - Y_v', -Y_r'], [0, -N_v', Izz - N_r']]`` is block diagonal.
-    The original solves ``(A^T A)^-1 A^T b``, equal to ``A^-1 b`` for an invertible ``A``
-    (and ill-defined otherwise; the scenario loader rejects a singular ``A``).
+    ``A = [[m - X_u', 0, 0], [0, m - Y_v', -Y_r'], [0, -N_v', Izz - N_r']]`` is block diagonal,
+    so ``A^-1`` has the entries ``(i11, i22, i23, i32, i33)`` returned here. The original solves
+    ``(A^T A)^-1 A^T b``, equal to ``A^-1 b`` for an invertible ``A`` (and ill-defined
+    otherwise; the scenario loader rejects a singular ``A``).
     """
     h = hydro
-    m, izz = h[..., _H["m"]], h[..., _H["Izz"]]
-    a11 = m - h[..., _H["xDotU"]]
-    a22 = m - h[..., _H["yDotV"]]
+    a11 = h[..., _H["m"]] - h[..., _H["xDotU"]]
+    a22 = h[..., _H["m"]] - h[..., _H["yDotV"]]
     a23 = -h[..., _H["yDotR"]]
     a32 = -h[..., _H["nDotV"]]
-    a33 = izz - h[..., _H["nDotR"]]
+    a33 = h[..., _H["Izz"]] - h[..., _H["nDotR"]]
     det = a22 * a33 - a23 * a32
-    zero = torch.zeros_like(a11)
-    rows = (
-        torch.stack((1 / a11, zero, zero), dim=-1),
-        torch.stack((zero, a33 / det, -a23 / det), dim=-1),
-        torch.stack((zero, -a32 / det, a22 / det), dim=-1),
-    )
-    return torch.stack(rows, dim=-2)
+    return 1 / a11, a33 / det, -a23 / det, -a32 / det, a22 / det
 
 
 def mass_matrix_determinant(hydro: torch.Tensor) -> torch.Tensor:
@@ -122,7 +116,7 @@ def body_acceleration(
     yaw_rate: torch.Tensor,
     hydro: torch.Tensor,
     tau: torch.Tensor,
-    mass_inv: torch.Tensor,
+    mass_inv: tuple[torch.Tensor, ...],
 ) -> torch.Tensor:
     """``nu_dot = A^-1 (-C_RB V - (C_A + D + D_n) V_r + tau)``, ``[E, R, 3]`` (spec A4.2).
 
@@ -132,7 +126,7 @@ def body_acceleration(
         yaw_rate: ``[E, R]`` ``r`` (rad/s).
         hydro: ``[E, R, 21]`` coefficients in ``HYDRO_KEYS`` order.
         tau: ``[E, R, 3]`` propulsion, body frame.
-        mass_inv: ``[E, R, 3, 3]`` from :func:`mass_matrix_inverse`.
+        mass_inv: the entries of ``A^-1`` from :func:`mass_matrix_inverse`.
     """
     h = lambda key: hydro[..., _H[key]]  # noqa: E731
     u_r, v_r = rel[..., 0], rel[..., 1]
@@ -156,8 +150,9 @@ def body_acceleration(
         - (h("nVV") * abs_v_r + h("nRV") * abs_r) * v_r
         - (h("nVR") * abs_v_r + h("nRR") * abs_r) * r,
     )
-    b = torch.stack([-crb[i] - ca[i] - damp[i] for i in range(3)], dim=-1) + tau
-    return (mass_inv @ b.unsqueeze(-1)).squeeze(-1)
+    b = [-crb[i] - ca[i] - damp[i] + tau[..., i] for i in range(3)]
+    i11, i22, i23, i32, i33 = mass_inv
+    return torch.stack((i11 * b[0], i22 * b[1] + i23 * b[2], i32 * b[1] + i33 * b[2]), dim=-1)
 
 
 def integrate_step(

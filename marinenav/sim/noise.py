@@ -39,18 +39,19 @@ def sample_von_mises(
     tau = 1 + torch.sqrt(1 + 4 * safe_kappa * safe_kappa)
     rho = (tau - torch.sqrt(2 * tau)) / (2 * safe_kappa)
     r = (1 + rho * rho) / (2 * rho)
-    uniforms = torch.rand(
-        (*shape, VON_MISES_PROPOSALS, 3), generator=generator, dtype=dtype, device=device
+    proposals = torch.rand(
+        (*shape, VON_MISES_PROPOSALS, 2), generator=generator, dtype=dtype, device=device
     )
-    u1, u2, u3 = uniforms.unbind(-1)
+    u1, u2 = proposals.unbind(-1)
     z = torch.cos(math.pi * u1)
     f = (1 + r * z) / (r + z)
     c = safe_kappa * (r - f)
     accept = (c * (2 - c) - u2 > 0) | (torch.log(c / u2) + 1 - c >= 0)
-    angle = torch.sign(u3 - 0.5) * torch.acos(f.clamp(-1, 1))
     # first accepted proposal, else the last one
     accept[..., -1] = True
     first = torch.argmax(accept.to(torch.int8), dim=-1, keepdim=True)
-    sample = torch.gather(angle, -1, first).squeeze(-1)
-    uniform = math.pi * (2 * u1[..., 0] - 1)
+    f_first = torch.gather(f, -1, first).squeeze(-1)
+    side = torch.rand(shape, generator=generator, dtype=dtype, device=device)
+    sample = torch.sign(side - 0.5) * torch.acos(f_first.clamp(-1, 1))
+    uniform = math.pi * (2 * side - 1)
     return torch.where(kappa.squeeze(-1) < _SMALL_KAPPA, uniform, sample)
