@@ -33,12 +33,19 @@ def _sync(device: torch.device) -> None:
 
 
 def measure(
-    num_envs: int, cores: int, device: torch.device, seconds: float, with_reset: bool,
+    num_envs: int,
+    cores: int,
+    device: torch.device,
+    seconds: float,
+    with_reset: bool,
     action_kind: str,
 ) -> float:
     """Median robot-steps per second over 3 runs of about ``seconds`` each."""
     schedule = CurriculumSchedule(
-        timesteps=[0], num_robots=[5], num_cores=[cores], num_obstacles=[4],
+        timesteps=[0],
+        num_robots=[5],
+        num_cores=[cores],
+        num_obstacles=[4],
         min_start_goal_dis=[40.0],
     )
     sim = MarineNavSimulator(
@@ -88,8 +95,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()
-    print(f"# torch {torch.__version__}, device {device} ({name or platform.machine()}), "
-          f"{torch.get_num_threads()} CPU threads, {args.action_kind} actions")
+    print(
+        f"# torch {torch.__version__}, device {device} ({name or platform.machine()}), "
+        f"{torch.get_num_threads()} CPU threads, {args.action_kind} actions"
+    )
     print("| E | cores | step (robot-steps/s) | step+reset (robot-steps/s) |")
     print("|---:|---:|---:|---:|")
     for cores in args.cores:

@@ -45,9 +45,11 @@ def _random_actions(sim: MarineNavSimulator, gen: torch.Generator) -> torch.Tens
     return torch.rand((E, R, 2), generator=gen) * 2 - 1
 
 
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "merge"])
 @pytest.mark.parametrize("action_kind", ["discrete", "continuous"])
-def test_partial_reset_touches_only_masked_envs(action_kind: str) -> None:
+def test_partial_reset_touches_only_masked_envs(action_kind: str, compact: bool) -> None:
     sim = MarineNavSimulator(8, action_kind, seed=1)
+    sim.compact_resets = compact
     gen = torch.Generator().manual_seed(0)
     for _ in range(5):
         sim.step(_random_actions(sim, gen))
@@ -77,6 +79,21 @@ def test_same_seed_same_trajectories_different_seed_differs() -> None:
 
     assert torch.equal(run(3), run(3))
     assert not torch.equal(run(3), run(4))
+
+
+def test_fixed_and_generated_environments_mix() -> None:
+    for compact in (True, False):
+        sim = MarineNavSimulator(3, seed=2)
+        sim.compact_resets = compact
+        sim.load_scenarios([ONE_ROBOT], env_ids=[1])
+        before = sim.scenario.start.clone()
+        sim.reset()
+        assert torch.equal(sim.scenario.start[1], before[1])  # fixed: the same scenario
+        assert sim.scenario.robot_present[1].tolist() == [True, False, False, False, False]
+        assert not torch.equal(sim.scenario.start[0], before[0])  # generated: a new one
+        sim.load_scenarios([ONE_ROBOT], env_ids=[1], fixed=False)
+        sim.reset()
+        assert int(sim.scenario.robot_present[1].sum()) == 3  # stage 0 of the curriculum
 
 
 def test_set_seed_restarts_the_stream() -> None:

@@ -164,6 +164,11 @@ class Scenario:
             env_mask = mask.view(mask.shape + (1,) * (value.dim() - 1))
             torch.where(env_mask, getattr(other, name), value, out=value)
 
+    def put_(self, env_ids: torch.Tensor, other: Scenario) -> None:
+        """In place: write ``other`` (``len(env_ids)`` environments) into ``env_ids``."""
+        for name, value in self.tensors().items():
+            value.index_copy_(0, env_ids, getattr(other, name))
+
     def index(self, env_ids: torch.Tensor | slice | int) -> Scenario:
         """The scenarios of the given environments (advanced indexing; not for hot paths)."""
         if isinstance(env_ids, int):

@@ -127,6 +127,9 @@ class MarineNavSimulator:
         self.max_episode_steps = max_episode_steps
         self.num_substeps = int(ROBOT_DEFAULTS["N"])
         self.validate = validate
+        # Generate only the resetting environments (needs a nonzero(): free on CPU, a sync on
+        # CUDA), or generate all and merge by mask (sync-free anywhere). Both are tested.
+        self.compact_resets = self.device.type == "cpu"
         self.schedule = schedule
         self._curriculum = CurriculumTable(schedule, device=self.device, dtype=dtype)
         self.generator = torch.Generator(device=self.device)
@@ -238,19 +241,34 @@ class MarineNavSimulator:
 
         Generated environments get a new scenario for the curriculum stage of
         ``curriculum_step``; environments loaded as fixed scenarios restart that scenario.
-        Other environments are left untouched. No host sync.
+        Other environments are left untouched. No host sync: on CUDA, scenarios are generated
+        for every environment and merged by the mask; on CPU (where indexing reads nothing back
+        from a device) only the masked environments are generated.
         """
         mask = self._all_envs if mask is None else self._check_mask(mask)
         if self._all_fixed:
-            new = self._templates
+            self.scenario.assign_(mask, self._templates)
+        elif self.compact_resets:
+            # Host memory: picking out the resetting environments syncs nothing, and generation
+            # then costs in proportion to them instead of to E (most steps reset a few).
+            ids = mask.nonzero().squeeze(-1)
+            if ids.numel():
+                new = self._generate(self._base.index(ids), ids.numel())
+                if self._any_fixed:
+                    new = self._templates.index(ids).select(self._fixed[ids], new)
+                self.scenario.put_(ids, new)
         else:
-            counts = self._curriculum.stage_params(self.curriculum_step, self.num_envs)
-            new = generate_scenarios(self._base, *counts, generator=self.generator)
+            new = self._generate(self._base, self.num_envs)
             if self._any_fixed:
                 new = self._templates.select(self._fixed, new)
-        self.scenario.assign_(mask, new)
+            self.scenario.assign_(mask, new)
         self._restart(mask)
         return self.observation
+
+    def _generate(self, base: Scenario, n: int) -> Scenario:
+        """``n`` new scenarios for the curriculum stage of ``curriculum_step``."""
+        counts = self._curriculum.stage_params(self.curriculum_step, n)
+        return generate_scenarios(base, *counts, generator=self.generator)
 
     def load_scenarios(
         self,
