@@ -357,3 +357,25 @@ def test_more_items_than_slots_raise() -> None:
     two = _broken(lambda s: s["env"].__setitem__("num_robots", 6))
     with pytest.raises(ValueError, match="6 robots but the simulator has 5 robot slots"):
         sim.load_scenarios([two])
+
+
+@pytest.mark.parametrize(("angle", "seen"), [(0.4, True), (0.3, False), (6.283185307179586, True)])
+def test_perception_sector_limits_detection(angle: float, seen: bool) -> None:
+    # the obstacle sits at bearing atan2(4, 8) - 0.3 = 0.164 rad in the robot frame
+    scenario = _broken(lambda s: s["robots"]["perception"].__setitem__("angle", [angle]))
+    scenario["robots"]["perception"]["pos_std"] = [0.0]
+    scenario["robots"]["perception"]["vel_std"] = [0.0]
+    sim = MarineNavSimulator.from_scenarios([scenario], dtype=torch.float64)
+    assert bool(sim.observation.objects_mask[0, 0, 0]) == seen
+
+
+def test_objects_beyond_range_are_not_seen() -> None:
+    far = _broken(lambda s: s["env"]["obstacles"].__setitem__("positions", [[20.0, 41.5]]))
+    sim = MarineNavSimulator.from_scenarios([far], dtype=torch.float64)
+    # 21.5 m away: beyond range 20 + radius 1 even with the largest noisy radius
+    assert not sim.observation.objects_mask.any()
+    near = _broken(lambda s: s["env"]["obstacles"].__setitem__("positions", [[20.0, 40.5]]))
+    near["robots"]["perception"]["r_mean_ratio"] = [1.0]
+    near["robots"]["perception"]["pos_std"] = [0.0]
+    sim = MarineNavSimulator.from_scenarios([near], dtype=torch.float64)
+    assert bool(sim.observation.objects_mask[0, 0, 0])  # 20.5 m <= 20 + 1

@@ -119,13 +119,12 @@ def perceive(
     ego_cos, ego_sin = cos.unsqueeze(-1), sin.unsqueeze(-1)
     rel = world_to_body(noisy_pos - pos.unsqueeze(2), ego_cos, ego_sin)  # [E, R, K, 2]
     rel_dist = torch.linalg.vector_norm(rel, dim=-1)
-    bearing = torch.atan2(rel[..., 1], rel[..., 0])
-    half_angle = 0.5 * perception_angle.unsqueeze(-1)
+    # |atan2(q_y, q_x)| <= angle / 2  <=>  q_x >= |q| cos(angle / 2), for angle in [0, 2 pi]
+    sector_cos = torch.cos(0.5 * perception_angle.clamp(max=2 * math.pi)).unsqueeze(-1)
     detected = (
         cand_valid
         & (rel_dist <= perception_range.unsqueeze(-1) + noisy_radius)
-        & (bearing >= -half_angle)
-        & (bearing <= half_angle)
+        & (rel[..., 0] >= rel_dist * sector_cos)
         & active.unsqueeze(-1)
     )
 

@@ -246,23 +246,22 @@ class MarineNavSimulator:
         from a device) only the masked environments are generated.
         """
         mask = self._all_envs if mask is None else self._check_mask(mask)
+        # CPU: picking out the resetting environments reads nothing back from a device, and
+        # the work then scales with them instead of with E (most steps reset only a few).
+        ids = mask.nonzero().squeeze(-1) if self.compact_resets else None
         if self._all_fixed:
             self.scenario.assign_(mask, self._templates)
-        elif self.compact_resets:
-            # Host memory: picking out the resetting environments syncs nothing, and generation
-            # then costs in proportion to them instead of to E (most steps reset a few).
-            ids = mask.nonzero().squeeze(-1)
-            if ids.numel():
-                new = self._generate(self._base.index(ids), ids.numel())
-                if self._any_fixed:
-                    new = self._templates.index(ids).select(self._fixed[ids], new)
-                self.scenario.put_(ids, new)
+        elif ids is not None:
+            new = self._generate(self._base.index(ids), ids.numel())
+            if self._any_fixed:
+                new = self._templates.index(ids).select(self._fixed[ids], new)
+            self.scenario.put_(ids, new)
         else:
             new = self._generate(self._base, self.num_envs)
             if self._any_fixed:
                 new = self._templates.select(self._fixed, new)
             self.scenario.assign_(mask, new)
-        self._restart(mask)
+        self._restart(mask, ids)
         return self.observation
 
     def _generate(self, base: Scenario, n: int) -> Scenario:
@@ -327,8 +326,9 @@ class MarineNavSimulator:
         )
         return scenarios_to_dicts(scenario, self.num_substeps)
 
-    def _restart(self, mask: torch.Tensor) -> None:
-        """Initial state from ``self.scenario`` for envs in ``mask``; others untouched."""
+    def _restart(self, mask: torch.Tensor, ids: torch.Tensor | None = None) -> None:
+        """Initial state from ``self.scenario`` for envs in ``mask`` (whose indices are
+        ``ids`` when the caller has them); other environments untouched."""
         s = self.scenario
         env2 = mask.view(-1, 1)
         env3 = mask.view(-1, 1, 1)
@@ -344,7 +344,10 @@ class MarineNavSimulator:
         for flag in (self.collision, self.reach_goal, self.deactivated, self.apply_colregs):
             flag.masked_fill_(env2, False)
         self.episode_steps.masked_fill_(mask, 0)
-        self._observe(mask)
+        if ids is None:
+            self._observe(mask=mask)
+        else:
+            self._observe(ids=ids)
 
     # ------------------------------------------------------------------ stepping
     def step(self, actions: torch.Tensor) -> StepResult:
@@ -382,7 +385,7 @@ class MarineNavSimulator:
         dist_after = torch.linalg.vector_norm(s.goal - st.pos, dim=-1)
         reward = s.timestep_penalty.unsqueeze(-1) + (dist_before - dist_after)
 
-        phi = self._observe(self._all_envs)
+        phi = self._observe()
         reward = reward + torch.where(
             self.apply_colregs, s.colregs_penalty.unsqueeze(-1) * phi, torch.zeros_like(phi)
         )
@@ -447,47 +450,57 @@ class MarineNavSimulator:
             points, s.core_pos, s.core_clockwise, s.core_gamma, s.core_present, s.core_radius
         )
 
-    def _observe(self, mask: torch.Tensor) -> torch.Tensor:
-        """Perceive (A5) and apply COLREGs (A6) for envs in ``mask``; returns ``phi [E, R]``."""
+    def _observe(
+        self, mask: torch.Tensor | None = None, ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Perceive (A5) and apply COLREGs (A6); returns the turn angle ``phi``.
+
+        Every environment by default; with ``ids`` (int64 ``[k]``) only those environments
+        are perceived; with ``mask`` (bool ``[E]``) all are perceived and the masked ones
+        kept. Observation tensors are replaced, never written in place, so tensors handed out
+        earlier (e.g. a terminal observation in a replay buffer) keep their values.
+        """
         s, st = self.scenario, self.state
-        active = self.active
+        pick = (lambda t: t) if ids is None else (lambda t: t.index_select(0, ids))  # noqa: E731
+        active = pick(self.active)
+        radius = pick(s.radius)
         seen = perceive(
-            pos=st.pos,
-            theta=st.theta,
-            velocity=st.velocity,
-            thrust=st.thrust,
-            goal=s.goal,
-            radius=s.radius,
-            goal_dis=s.goal_dis,
-            active=active,
-            obstacle_pos=s.obstacle_pos,
-            obstacle_radius=s.obstacle_radius,
-            obstacle_present=s.obstacle_present,
-            perception_range=s.perception_range,
-            perception_angle=s.perception_angle,
-            max_obj_num=s.max_obj_num,
-            pos_std=s.pos_std,
-            vel_std=s.vel_std,
-            r_kappa=s.r_kappa,
-            r_mean_ratio=s.r_mean_ratio,
-            robot_index=self._robot_index,
-            slot_index=self._slot_index,
-            generator=self.generator,
-        )
+            pos=pick(st.pos), theta=pick(st.theta), velocity=pick(st.velocity),
+            thrust=pick(st.thrust), goal=pick(s.goal), radius=radius, goal_dis=pick(s.goal_dis),
+            active=active, obstacle_pos=pick(s.obstacle_pos),
+            obstacle_radius=pick(s.obstacle_radius), obstacle_present=pick(s.obstacle_present),
+            perception_range=pick(s.perception_range), perception_angle=pick(s.perception_angle),
+            max_obj_num=pick(s.max_obj_num), pos_std=pick(s.pos_std), vel_std=pick(s.vel_std),
+            r_kappa=pick(s.r_kappa), r_mean_ratio=pick(s.r_mean_ratio),
+            robot_index=self._robot_index, slot_index=self._slot_index, generator=self.generator,
+        )  # fmt: skip
         obs = seen.observation
-        ego_velocity = obs.self_state[..., 2:4]
-        apply, phi = colregs_turn(obs.objects, obs.objects_mask, ego_velocity, s.radius)
-        env2, env3, env4 = mask.view(-1, 1), mask.view(-1, 1, 1), mask.view(-1, 1, 1, 1)
-        torch.where(
-            env3, obs.self_state, self.observation.self_state, out=self.observation.self_state
-        )
-        torch.where(env4, obs.objects, self.observation.objects, out=self.observation.objects)
-        torch.where(
-            env3, obs.objects_mask, self.observation.objects_mask, out=self.observation.objects_mask
-        )
-        self.collision |= env2 & seen.collision
-        self.reach_goal |= env2 & seen.reach_goal
-        torch.where(env2 & active, apply, self.apply_colregs, out=self.apply_colregs)
+        apply, phi = colregs_turn(obs.objects, obs.objects_mask, obs.self_state[..., 2:4], radius)
+        apply = apply & active
+        old = self.observation
+        if ids is not None:
+            self.observation = Observation(
+                self_state=old.self_state.index_copy(0, ids, obs.self_state),
+                objects=old.objects.index_copy(0, ids, obs.objects),
+                objects_mask=old.objects_mask.index_copy(0, ids, obs.objects_mask),
+            )
+            for flag, hit in ((self.collision, seen.collision), (self.reach_goal, seen.reach_goal)):
+                flag.index_copy_(0, ids, flag.index_select(0, ids) | hit)
+            old_apply = self.apply_colregs.index_select(0, ids)
+            self.apply_colregs.index_copy_(0, ids, torch.where(active, apply, old_apply))
+            return phi
+        if mask is not None:
+            env2, env3 = mask.view(-1, 1), mask.view(-1, 1, 1)
+            obs = Observation(
+                self_state=torch.where(env3, obs.self_state, old.self_state),
+                objects=torch.where(env3.unsqueeze(-1), obs.objects, old.objects),
+                objects_mask=torch.where(env3, obs.objects_mask, old.objects_mask),
+            )
+            active = active & env2
+        self.observation = obs
+        self.collision |= active & seen.collision
+        self.reach_goal |= active & seen.reach_goal
+        torch.where(active, apply, self.apply_colregs, out=self.apply_colregs)
         return phi
 
     def _check_mask(self, mask: torch.Tensor) -> torch.Tensor:
