@@ -1,0 +1,288 @@
+"""``MarineNavEnv``: the batched simulator as a multi-agent TorchRL environment.
+
+Layout (``E`` environments, ``R`` robot slots), following TorchRL's multi-agent conventions:
+
+=====================================  ============  =======================================
+key                                    shape         meaning
+=====================================  ============  =======================================
+``("agents", "self_state")``           ``[E, R, 7]`` goal, velocity, yaw rate, thrusts; robot frame
+``("agents", "objects")``              ``[E, R, 5, 5]`` 5 nearest objects, robot frame
+``("agents", "objects_mask")``         ``[E, R, 5]`` bool, real objects
+``("agents", "active")``               ``[E, R]``    bool, the robot acts in this state
+``("agents", "info")``                 ``[E, R]``    int64 ``InfoState`` of the last step
+``("agents", "energy")``               ``[E, R, 1]`` thrust energy of the last step
+``("agents", "action")``               ``[E, R]`` / ``[E, R, 2]`` index 0..24 or values in [-1, 1]
+``("agents", "reward")``               ``[E, R, 1]`` 0 for robots inactive before the step
+``("agents", "terminated")``           ``[E, R, 1]`` the robot's episode ended (collision, goal, or
+                                                    earlier; padding slots are always terminated)
+``("agents", "truncated")``            ``[E, R, 1]`` cut by the step limit while active
+``("agents", "done")``                 ``[E, R, 1]`` terminated or truncated
+``"done"``, ``"terminated"``,          ``[E, 1]``    the environment's episode ended: no robot
+``"truncated"``                                     active (terminated) or the step limit
+                                                    (truncated)
+=====================================  ============  =======================================
+
+Learning data: a transition ``(td, td["next"])`` of robot slot ``(e, r)`` is valid iff
+``td["agents", "active"][e, r]`` (the robot acted); terminal transitions are kept and carry
+their ``next`` observation, which resets never overwrite.
+
+Resets are per environment, through the root ``"_reset"`` mask; robots cannot be reset alone.
+:meth:`any_done` therefore looks at the root ``done`` only, so ``step_and_maybe_reset`` and
+TorchRL collectors restart an environment when its episode ends, not when one robot finishes.
+``rollout`` with the default ``break_when_any_done=True`` stops at the first robot that
+finishes (every done key counts there); use ``break_when_any_done=False``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
+from torchrl.envs import EnvBase
+
+from marinenav.sim import InfoState, MarineNavSimulator
+from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
+from marinenav.sim.curriculum import CurriculumSchedule
+from marinenav.sim.simulator import ActionKind
+from marinenav.viz import TrailRecorder, render_environment
+
+GROUP = "agents"
+
+
+class MarineNavEnv(EnvBase):
+    """Multi-robot marine navigation as a batched TorchRL environment.
+
+    Args:
+        num_envs: ``E``, the batch size.
+        action_kind: ``"discrete"`` (25 thrust-change pairs) or ``"continuous"`` (2 values).
+        num_robots, num_obstacles, num_cores, min_start_goal_dis: a single curriculum stage
+            (instead of ``schedule``).
+        schedule: curriculum (spec A9); default the original's 6 stages.
+        scenarios: scenario dicts in the original's JSON layout, one environment each, reset
+            to the same scenario every episode (a fixed evaluation set); sets ``num_envs``.
+        robot_slots, obstacle_slots, core_slots: padding; default to what the stages or
+            scenarios need.
+        end_on_collision: end an environment's episode at the first collision, as the
+            original's evaluation does (C4); training leaves it off.
+        device, dtype, seed, max_episode_steps, validate: see :class:`MarineNavSimulator`.
+        render_env: the environment whose trajectories :meth:`render` draws.
+    """
+
+    batch_locked = True
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        action_kind: ActionKind = "discrete",
+        *,
+        num_robots: int | None = None,
+        num_obstacles: int = 0,
+        num_cores: int = 0,
+        min_start_goal_dis: float = 30.0,
+        schedule: CurriculumSchedule | Mapping[str, Sequence[float]] | None = None,
+        scenarios: Sequence[Mapping[str, Any]] | None = None,
+        robot_slots: int | None = None,
+        obstacle_slots: int | None = None,
+        core_slots: int | None = None,
+        end_on_collision: bool = False,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        seed: int = 0,
+        max_episode_steps: int = 1000,
+        validate: bool = True,
+        render_env: int = 0,
+    ) -> None:
+        if num_robots is not None:
+            if schedule is not None:
+                raise ValueError("give either num_robots (one stage) or schedule, not both")
+            schedule = CurriculumSchedule(
+                timesteps=[0], num_robots=[num_robots], num_cores=[num_cores],
+                num_obstacles=[num_obstacles], min_start_goal_dis=[min_start_goal_dis],
+            )  # fmt: skip
+        common = dict(
+            robot_slots=robot_slots, obstacle_slots=obstacle_slots, core_slots=core_slots,
+            schedule=schedule, device=device, dtype=dtype, seed=seed,
+            max_episode_steps=max_episode_steps, validate=validate,
+        )  # fmt: skip
+        if scenarios is not None:
+            sim = MarineNavSimulator.from_scenarios(scenarios, action_kind, **common)
+        else:
+            sim = MarineNavSimulator(num_envs, action_kind, **common)
+        super().__init__(device=sim.device, batch_size=torch.Size([sim.num_envs]))
+        self.sim = sim
+        self.end_on_collision = end_on_collision
+        self._make_specs()
+        self.trail = TrailRecorder(sim, render_env)  # positions of one env, for render()
+        self.trail.record()
+
+    @classmethod
+    def from_scenarios(cls, scenarios: Sequence[Mapping[str, Any]], **kwargs: Any) -> MarineNavEnv:
+        """One environment per scenario dict (original JSON layout), a fixed evaluation set."""
+        return cls(len(scenarios), scenarios=scenarios, **kwargs)
+
+    # ------------------------------------------------------------------ specs
+    @property
+    def num_envs(self) -> int:
+        return self.sim.num_envs
+
+    @property
+    def num_robots(self) -> int:
+        """Robot slots ``R``."""
+        return self.sim.robot_slots
+
+    @property
+    def action_kind(self) -> ActionKind:
+        return self.sim.action_kind
+
+    def _make_specs(self) -> None:
+        E, R, device, dtype = self.num_envs, self.num_robots, self.device, self.sim.dtype
+        agents = (E, R)
+
+        def flag(*shape: int) -> Categorical:
+            return Categorical(2, shape=torch.Size(shape), dtype=torch.bool, device=device)
+
+        self.observation_spec = Composite(
+            {
+                GROUP: Composite(
+                    self_state=Unbounded((*agents, SELF_STATE_DIM), dtype=dtype, device=device),
+                    objects=Unbounded((*agents, MAX_OBJECTS, OBJECT_DIM), dtype=dtype,
+                                      device=device),
+                    objects_mask=Binary(n=MAX_OBJECTS, shape=(*agents, MAX_OBJECTS),
+                                        dtype=torch.bool, device=device),
+                    active=flag(*agents),
+                    info=Categorical(len(InfoState), shape=agents, dtype=torch.int64,
+                                     device=device),
+                    energy=Unbounded((*agents, 1), dtype=dtype, device=device),
+                    shape=agents,
+                )
+            },
+            shape=(E,),
+        )  # fmt: skip
+        if self.action_kind == "discrete":
+            action = Categorical(NUM_DISCRETE_ACTIONS, shape=agents, dtype=torch.int64,
+                                 device=device)  # fmt: skip
+        else:
+            action = Bounded(-1.0, 1.0, shape=(*agents, 2), dtype=dtype, device=device)
+        self.action_spec = Composite({GROUP: Composite(action=action, shape=agents)}, shape=(E,))
+        self.reward_spec = Composite(
+            {GROUP: Composite(reward=Unbounded((*agents, 1), dtype=dtype, device=device),
+                              shape=agents)},
+            shape=(E,),
+        )  # fmt: skip
+        self.done_spec = Composite(
+            {
+                "done": flag(E, 1), "terminated": flag(E, 1), "truncated": flag(E, 1),
+                GROUP: Composite(
+                    done=flag(*agents, 1), terminated=flag(*agents, 1),
+                    truncated=flag(*agents, 1), shape=agents,
+                ),
+            },
+            shape=(E,),
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ TorchRL hooks
+    def _set_seed(self, seed: int | None) -> None:
+        if seed is not None:
+            self.sim.generator.manual_seed(seed)
+
+    def any_done(self, tensordict: TensorDictBase) -> bool:
+        """Whether an environment's episode ended (root ``done`` only; robots finishing early
+        do not restart anything). Writes the root ``"_reset"`` mask. A host read, as in
+        TorchRL's own implementation."""
+        done = tensordict.get("done", None)
+        if done is None:
+            return False
+        any_done = bool(done.any())  # host: TorchRL's maybe_reset contract returns a bool
+        if any_done:
+            tensordict.set("_reset", done.clone())
+        return any_done
+
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        mask = None
+        if tensordict is not None:
+            root = tensordict.get("_reset", None)
+            if root is not None:
+                mask = root.reshape(self.num_envs)
+            elif tensordict.get((GROUP, "_reset"), None) is not None:
+                # robots cannot be reset alone: only a root reset restarts an environment
+                mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        self.sim.reset(mask)
+        self.trail.record()
+        sim = self.sim
+        active = sim.active
+        zeros = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
+        empty = (~sim.scenario.robot_present).unsqueeze(-1)
+        info = torch.where(sim.scenario.robot_present, int(InfoState.NORMAL),
+                           int(InfoState.EMPTY_SLOT))  # fmt: skip
+        return self._output(
+            active=active, info=info, energy=torch.zeros_like(sim.state.theta).unsqueeze(-1),
+            agent_flags=(empty, empty, torch.zeros_like(empty)), root_flags=(zeros, zeros, zeros),
+        )  # fmt: skip
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        result = self.sim.step(tensordict.get((GROUP, "action")))
+        self.trail.record()
+        active_after = self.sim.active
+        truncated = result.truncated
+        env_done, env_truncated = result.env_done, result.env_truncated
+        if self.end_on_collision:
+            collided = (result.info == InfoState.COLLISION).any(dim=-1)
+            truncated = truncated | (collided.unsqueeze(-1) & active_after)
+            env_done = env_done | collided
+        terminated = ~active_after & ~truncated
+        agent_flags = (
+            (terminated | truncated).unsqueeze(-1),
+            terminated.unsqueeze(-1),
+            truncated.unsqueeze(-1),
+        )
+        root_flags = (
+            env_done.unsqueeze(-1),
+            (env_done & ~env_truncated).unsqueeze(-1),
+            env_truncated.unsqueeze(-1),
+        )
+        out = self._output(
+            active=active_after,
+            info=result.info,
+            energy=result.energy.unsqueeze(-1),
+            agent_flags=agent_flags,
+            root_flags=root_flags,
+        )
+        out.set((GROUP, "reward"), result.reward.unsqueeze(-1))
+        return out
+
+    def _output(
+        self,
+        *,
+        active: torch.Tensor,
+        info: torch.Tensor,
+        energy: torch.Tensor,
+        agent_flags: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        root_flags: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    ) -> TensorDict:
+        obs = self.sim.observation
+        E, R = self.num_envs, self.num_robots
+        agents = TensorDict(
+            {
+                "self_state": obs.self_state, "objects": obs.objects,
+                "objects_mask": obs.objects_mask, "active": active, "info": info,
+                "energy": energy, "done": agent_flags[0], "terminated": agent_flags[1],
+                "truncated": agent_flags[2],
+            },
+            batch_size=(E, R), device=self.device,
+        )  # fmt: skip
+        return TensorDict(
+            {GROUP: agents, "done": root_flags[0], "terminated": root_flags[1],
+             "truncated": root_flags[2]},
+            batch_size=(E,), device=self.device,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ people
+    def render(self, path: str | None = None, **kwargs: Any):
+        """An RGB image ``[H, W, 3]`` uint8 of environment ``render_env`` with its
+        trajectories so far (and a PNG file if ``path``); see :mod:`marinenav.viz`."""
+        return render_environment(
+            self.sim, self.trail.env_index, trail=self.trail.trail(), path=path, **kwargs
+        )
