@@ -249,6 +249,8 @@ class MarineNavSimulator:
         # CPU: picking out the resetting environments reads nothing back from a device, and
         # the work then scales with them instead of with E (most steps reset only a few).
         ids = mask.nonzero().squeeze(-1) if self.compact_resets else None
+        if ids is not None and ids.numel() == 0:
+            return self.observation  # nothing to restart (a shape, not a value, is read)
         if self._all_fixed:
             self.scenario.assign_(mask, self._templates)
         elif ids is not None:
