@@ -1,0 +1,65 @@
+"""DQN (spec B5): vanilla deep Q-learning with a target network.
+
+Network: the shared trunk, two hidden layers of 128, 25 Q-values (53,321 parameters).
+Target ``r + gamma (1 - terminated) max_a Q_target(s', a)`` (no double Q), SmoothL1 loss (mean),
+gradient norm clipped to 0.5, Adam 1e-4; the target network is a hard copy every 10,000 steps
+(the trainer calls :meth:`DQNAgent.update_targets`). Acting: epsilon-greedy on ``argmax Q``.
+
+Built on TorchRL's ``DQNLoss`` (``double_dqn=False``, ``loss_function="smooth_l1"``) and
+``HardUpdate``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from torchrl.modules import QValueModule
+from torchrl.objectives import DQNLoss, HardUpdate, ValueEstimators
+
+from marinenav.agents.base import OBSERVATION_KEYS, Agent, AgentConfig, check_batch
+from marinenav.policy.networks import QNetwork
+from marinenav.policy.selectors import GreedyQSelector
+from marinenav.policy.wrapper import PolicyWrapper
+
+
+@dataclass
+class DQNConfig(AgentConfig):
+    """DQN has no hyperparameters beyond the shared ones (B9)."""
+
+
+class DQNAgent(Agent):
+    name = "dqn"
+    action_kind = "discrete"
+    config_class = DQNConfig
+
+    def __init__(self, config: DQNConfig | None = None) -> None:
+        super().__init__(config)
+        cfg = self.config
+        self.network = QNetwork(seed=cfg.seed, normalize=cfg.normalize_observations)
+        value = TensorDictSequential(
+            TensorDictModule(
+                self.network, in_keys=list(OBSERVATION_KEYS), out_keys=["action_value"]
+            ),  # fmt: skip
+            QValueModule(action_space="categorical", action_value_key="action_value"),
+        )
+        self.loss_module = DQNLoss(
+            value, loss_function="smooth_l1", delay_value=True, double_dqn=False,
+            action_space="categorical",
+        )  # fmt: skip
+        self.loss_module.make_value_estimator(ValueEstimators.TD0, gamma=cfg.gamma)
+        # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
+        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
+        self.optimizers = {"q": torch.optim.Adam(self.network.parameters(), lr=cfg.lr)}
+        self.policy = PolicyWrapper(GreedyQSelector(self.network), seed=cfg.seed)
+
+    def update(self, batch: TensorDictBase) -> TensorDict:
+        check_batch(batch, self.action_kind)
+        losses = self.loss_module(batch)
+        self.step_optimizer("q", losses["loss"], self.network.parameters())
+        return TensorDict({"loss_q": losses["loss"].detach()}, batch_size=[])
+
+    def update_targets(self) -> None:
+        self.target_updater.step()

@@ -1,0 +1,66 @@
+"""DQN (spec B5): parameter count, loss on a hand-computed batch, gradient flow, target copy,
+and learning the tiny problem."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from marinenav.agents.dqn import DQNAgent, DQNConfig
+from tests.agent_utils import training_batch
+from tests.learning_utils import random_return, train_briefly
+
+
+def test_parameter_count_matches_the_original() -> None:
+    assert sum(p.numel() for p in DQNAgent().network.parameters()) == 53_321
+
+
+def test_loss_is_smooth_l1_to_the_vanilla_target() -> None:
+    agent = DQNAgent()
+    batch = training_batch(16, "discrete")
+    net = agent.network
+    with torch.no_grad():
+        q = net(batch["self_state"], batch["objects"], batch["objects_mask"])
+        chosen = q.gather(-1, batch["action"].unsqueeze(-1)).squeeze(-1)
+        nxt = batch["next"]
+        best = net(nxt["self_state"], nxt["objects"], nxt["objects_mask"]).max(-1).values
+        # truncated transitions bootstrap, terminated ones do not
+        target = nxt["reward"].squeeze(-1) + 0.99 * (~nxt["terminated"].squeeze(-1)) * best
+        expected = F.smooth_l1_loss(chosen, target)
+    loss = agent.loss_module(batch)["loss"]
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(agent.update(batch)["loss_q"], expected)
+
+
+def test_update_moves_the_online_network_and_copy_makes_the_target_equal() -> None:
+    agent = DQNAgent()
+    target = agent.loss_module.target_value_network_params
+    online = agent.loss_module.value_network_params
+    before = [t.clone() for t in target.values(True, True)]
+    agent.update(training_batch(32, "discrete"))
+    assert all(torch.equal(a, b) for a, b in zip(target.values(True, True), before, strict=True))
+    assert any(
+        not torch.equal(a, b) for a, b in zip(online.values(True, True), before, strict=True)
+    )
+    agent.update_targets()
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(target.values(True, True), online.values(True, True), strict=True)
+    )
+
+
+def test_gradient_norm_is_clipped() -> None:
+    agent = DQNAgent(DQNConfig(grad_clip_norm=1e-3))
+    batch = training_batch(32, "discrete")
+    params = list(agent.network.parameters())
+    before = [p.clone() for p in params]
+    agent.optimizers["q"] = torch.optim.SGD(params, lr=1.0)
+    agent.update(batch)
+    step = torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(params, before, strict=True)))
+    assert step.item() <= 1e-3 * (1 + 1e-4)
+
+
+def test_learns_the_tiny_problem() -> None:
+    agent = DQNAgent(DQNConfig(lr=1e-3, normalize_observations=True))
+    trained = train_briefly(agent)
+    assert trained > random_return("discrete") + 8.0
