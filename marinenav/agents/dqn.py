@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torchrl.modules import QValueModule
 from torchrl.objectives import DQNLoss, HardUpdate, ValueEstimators
 
-from marinenav.agents.base import OBSERVATION_KEYS, Agent, AgentConfig, check_batch
+from marinenav.agents.base import OBSERVATION_KEYS, Agent, AgentConfig, check_batch, make_adam
 from marinenav.policy.networks import QNetwork
 from marinenav.policy.selectors import GreedyQSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -52,7 +51,7 @@ class DQNAgent(Agent):
         self.loss_module.make_value_estimator(ValueEstimators.TD0, gamma=cfg.gamma)
         # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
         self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        self.optimizers = {"q": torch.optim.Adam(self.network.parameters(), lr=cfg.lr)}
+        self.optimizers = {"q": make_adam(self.network.parameters(), cfg.lr)}
         self.policy = PolicyWrapper(GreedyQSelector(self.network), seed=cfg.seed)
 
     def update(self, batch: TensorDictBase) -> TensorDict:

@@ -211,14 +211,19 @@ class MarineNavEnv(EnvBase):
                 mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self.sim.reset(mask)
         self.trail.record()
+        return self.observe()
+
+    def observe(self) -> TensorDict:
+        """The current observations as a step input (what ``reset`` returns), without
+        restarting anything: e.g. to continue from a restored simulator state."""
         sim = self.sim
-        active = sim.active
         zeros = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
         empty = (~sim.scenario.robot_present).unsqueeze(-1)
         info = torch.where(sim.scenario.robot_present, int(InfoState.NORMAL),
                            int(InfoState.EMPTY_SLOT))  # fmt: skip
         return self._output(
-            active=active, info=info, energy=torch.zeros_like(sim.state.theta).unsqueeze(-1),
+            active=sim.active, info=info,
+            energy=torch.zeros_like(sim.state.theta).unsqueeze(-1),
             agent_flags=(empty, empty, torch.zeros_like(empty)), root_flags=(zeros, zeros, zeros),
         )  # fmt: skip
 
@@ -278,6 +283,18 @@ class MarineNavEnv(EnvBase):
              "truncated": root_flags[2]},
             batch_size=(E,), device=self.device,
         )  # fmt: skip
+
+    # ------------------------------------------------------------------ sync-free loop
+    def step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        """Step, then restart the environments whose episode ended, without reading anything
+        back to the host (TorchRL's ``step_and_maybe_reset`` asks the host whether any episode
+        ended). Returns ``(step_output, next_input)``: the step's output (the ``"next"`` data
+        of the transition, terminal observations included) and the input of the next step
+        (reset environments start their new episode, the others continue).
+        """
+        out = self._step(tensordict)
+        reset = self._reset(TensorDict({"_reset": out.get("done")}, batch_size=self.batch_size))
+        return out, reset
 
     # ------------------------------------------------------------------ people
     def render(self, path: str | None = None, **kwargs: Any):

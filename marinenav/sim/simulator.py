@@ -445,6 +445,48 @@ class MarineNavSimulator:
             env_truncated=env_truncated,
         )
 
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly where the simulator is (checkpoints)."""
+        st = self.state
+        return {
+            "scenario": {k: v.clone() for k, v in self.scenario.tensors().items()},
+            "templates": {k: v.clone() for k, v in self._templates.tensors().items()},
+            "fixed": self._fixed.clone(),
+            "state": {name: getattr(st, name).clone() for name in VesselState.__dataclass_fields__},
+            "flags": {
+                name: getattr(self, name).clone()
+                for name in ("collision", "reach_goal", "deactivated", "apply_colregs")
+            },
+            "episode_steps": self.episode_steps.clone(),
+            "curriculum_step": self.curriculum_step.clone(),
+            "observation": {
+                "self_state": self.observation.self_state, "objects": self.observation.objects,
+                "objects_mask": self.observation.objects_mask,
+            },
+            "generator": self.generator.get_state(),
+        }  # fmt: skip
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` taken from a simulator of the same shape."""
+        for name, value in state["scenario"].items():
+            getattr(self.scenario, name).copy_(value)
+        for name, value in state["templates"].items():
+            getattr(self._templates, name).copy_(value)
+        self._fixed.copy_(state["fixed"])
+        fixed_host = self._fixed.cpu()  # host: checkpoint loading, not a hot path
+        self._any_fixed, self._all_fixed = bool(fixed_host.any()), bool(fixed_host.all())
+        for name, value in state["state"].items():
+            getattr(self.state, name).copy_(value)
+        for name, value in state["flags"].items():
+            getattr(self, name).copy_(value)
+        self.episode_steps.copy_(state["episode_steps"])
+        self.curriculum_step.copy_(state["curriculum_step"])
+        self.observation = Observation(
+            **{k: v.to(self.device).clone() for k, v in state["observation"].items()}
+        )
+        self.generator.set_state(state["generator"])
+
     # ------------------------------------------------------------------ internals
     def _current(self, points: torch.Tensor) -> torch.Tensor:
         s = self.scenario

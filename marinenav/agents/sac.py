@@ -1,0 +1,270 @@
+"""SAC (spec B6): soft actor-critic with two Q critics, target critics and an atan-squashed
+Gaussian policy.
+
+Networks (B1.2): actor ``GaussianActor`` (trunk, two hidden layers of 128, heads for the mean
+``mu`` and ``log sigma`` clamped to [-20, 2]; 50,612 parameters, seed ``cfg.seed``); two critics
+``QCritic`` (the DDPG critic; 50,609 parameters each, seeds ``cfg.seed + 1`` and
+``cfg.seed + 2``, so they start from different initialisations). Target critics start as copies.
+
+Policy: ``z = mu + sigma * eps``, ``a = (2/pi) atan(z)`` in (-1, 1)^2 and, by the change of
+variables of the ``(2/pi) atan`` squashing (``da/dz = (2/pi) / (1 + z^2)``),
+``log pi(a|s) = sum_dims [log N(z; mu, sigma) - log(2/pi) + log(1 + z^2)]``
+(:class:`AtanSquashedNormal`).
+
+Hyperparameters (B9, the original's values): gamma 0.99, Adam lr 1e-4 (PyTorch defaults),
+gradient-norm clip 0.5 per network, fixed temperature ``alpha = 0.078``, batch 64 (the
+trainer's), target critics hard-copied every 10,000 env steps (the trainer calls
+:meth:`SACAgent.update_targets`), exploration epsilon-uniform on top of policy sampling.
+Options that are not in the original: ``learn_alpha`` (automatic entropy tuning towards
+``target_entropy = -2``, with its own Adam at ``lr``, off by default).
+
+Update (one call of :meth:`SACAgent.update`):
+
+1. Critics: ``y = r + gamma (1 - terminated) [min(Q1_t, Q2_t)(s', a') - alpha log pi(a'|s')]``
+   with ``a' ~ pi(.|s')`` from the current actor; loss ``MSE(Q1(s, a), y) + MSE(Q2(s, a), y)``
+   (reported as ``loss_critic``); one Adam over both critics, each critic's gradient clipped to
+   norm 0.5 separately. Adam is element-wise, so this equals the original's one Adam per
+   critic.
+2. Actor: ``mean(alpha log pi(a~|s) - min(Q1, Q2)(s, a~))``, ``a~ ~ pi(.|s)`` re-sampled, with the
+   updated critics (detached: the actor step never moves the critics); clip 0.5, Adam step.
+3. Temperature (``learn_alpha`` only): ``-log alpha (log pi(a~|s) + target_entropy)``.
+
+``update`` returns detached 0-dim ``loss_critic``, ``loss_actor``, ``loss_alpha`` (computed, and
+reported, even when alpha is fixed; only stepped when learned) and ``alpha``.
+
+Built on TorchRL's ``SACLoss`` (v2: no state-value network; ``num_qvalue_nets=2`` with the two
+critics passed as a list so their stacked parameters keep their own initialisations,
+``loss_function="l2"``, ``delay_qvalue=True``, ``delay_actor=False``, ``fixed_alpha=not
+learn_alpha``) with its TD(0) estimator, a ``ProbabilisticActor`` over
+:class:`AtanSquashedNormal`, and ``HardUpdate``. The critics' parameters live stacked
+``[2, ...]`` in ``loss_module.qvalue_network_params``; :meth:`SACAgent.critic_network` returns a
+plain ``QCritic`` copy of one of them.
+
+Deviations from the original (quirks of B6 replaced by the standard algorithm):
+
+* The next action of the target comes from the current actor, not a target actor, and there
+  is no target actor (the original keeps and copies one).
+* ``log pi`` uses the true log-determinant of ``(2/pi) atan``; the original subtracts the tanh
+  correction ``log(1 - a^2 + 1e-6)``.
+* Evaluation acts with the deterministic ``(2/pi) atan(mu)``; the original samples at
+  evaluation too (the policy's :class:`~marinenav.policy.selectors.GaussianSelector`).
+* Timeouts bootstrap: targets use ``("next", "terminated")``, not ``done`` (quirk A8).
+* One Adam holds both critics' stacked parameters (equivalent, see above); the gradient clip
+  is still per critic.
+* The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
+  ``.item()`` of the step counters, which the default single-tensor / foreach Adam reads back
+  once per parameter (DESIGN rule 1: no read-back in the update step).
+* ``normalize_observations=True`` (off by default) scales the network inputs (not original).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModule
+from torch import nn
+from torch.distributions import Distribution, constraints
+from torchrl.modules import ProbabilisticActor
+from torchrl.objectives import HardUpdate, SACLoss, ValueEstimators
+
+from marinenav.agents.base import OBSERVATION_KEYS, Agent, AgentConfig, check_batch
+from marinenav.policy.networks import GaussianActor, QCritic, squash
+from marinenav.policy.selectors import GaussianSelector
+from marinenav.policy.wrapper import PolicyWrapper
+
+_LOG_2_OVER_PI = math.log(2.0 / math.pi)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_NO_SAMPLE_SHAPE = torch.Size()
+
+
+class AtanSquashedNormal(Distribution):
+    """``a = (2/pi) atan(z)`` with ``z ~ N(loc, scale)`` independent over the last dimension
+    (the event dimension): a distribution on ``(-1, 1)^d``.
+
+    ``log_prob(a) = sum [log N(z; loc, scale) - log(2/pi) + log(1 + z^2)]``, ``z = tan(pi a / 2)``.
+    :meth:`rsample_and_log_prob` scores the latent ``z`` it drew (exact even where ``a`` rounds
+    to +-1); :meth:`log_prob` inverts ``a``, which loses precision near the boundary.
+    ``deterministic_sample`` is ``(2/pi) atan(loc)``. No argument validation (it would read
+    values back to the host).
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.independent(constraints.interval(-1.0, 1.0), 1)
+    has_rsample = True
+
+    def __init__(self, loc: torch.Tensor, scale: torch.Tensor, validate_args=None) -> None:
+        self.loc, self.scale = torch.broadcast_tensors(loc, scale)
+        super().__init__(self.loc.shape[:-1], self.loc.shape[-1:], validate_args=False)
+
+    def _latent_log_prob(self, z: torch.Tensor) -> torch.Tensor:
+        normal = -0.5 * ((z - self.loc) / self.scale) ** 2 - self.scale.log() - _LOG_SQRT_2PI
+        return (normal - _LOG_2_OVER_PI + torch.log1p(z * z)).sum(-1)
+
+    def _latent_rsample(self, sample_shape=_NO_SAMPLE_SHAPE) -> torch.Tensor:
+        shape = self._extended_shape(torch.Size(sample_shape))
+        noise = torch.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + self.scale * noise
+
+    def rsample(self, sample_shape=_NO_SAMPLE_SHAPE) -> torch.Tensor:
+        return squash(self._latent_rsample(sample_shape))
+
+    def rsample_and_log_prob(self, sample_shape=_NO_SAMPLE_SHAPE):
+        z = self._latent_rsample(sample_shape)
+        return squash(z), self._latent_log_prob(z)
+
+    def sample(self, sample_shape=_NO_SAMPLE_SHAPE) -> torch.Tensor:
+        with torch.no_grad():
+            return self.rsample(sample_shape)
+
+    def sample_and_log_prob(self, sample_shape=_NO_SAMPLE_SHAPE):
+        with torch.no_grad():
+            return self.rsample_and_log_prob(sample_shape)
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        return self._latent_log_prob(torch.tan(value * (math.pi / 2.0)))
+
+    @property
+    def deterministic_sample(self) -> torch.Tensor:
+        return squash(self.loc)
+
+
+class _LocScale(nn.Module):
+    """``(mu, exp(log sigma))`` of a :class:`GaussianActor` (shares its parameters)."""
+
+    def __init__(self, actor: GaussianActor) -> None:
+        super().__init__()
+        self.actor = actor
+
+    def forward(self, self_state, objects, objects_mask) -> tuple[torch.Tensor, torch.Tensor]:
+        loc, log_std = self.actor(self_state, objects, objects_mask)
+        return loc, log_std.exp()
+
+
+@dataclass
+class SACConfig(AgentConfig):
+    """SAC hyperparameters beyond the shared ones (B6, B9)."""
+
+    alpha: float = 0.078  # entropy temperature (initial value when learned)
+    learn_alpha: bool = False  # automatic entropy tuning (not in the original)
+    target_entropy: float = -2.0  # -action_dim, used only when learn_alpha
+
+
+class SACAgent(Agent):
+    """SAC agent: ``actor`` online network, TorchRL ``SACLoss`` holding the stacked critics and
+    their targets, optimisers ``"critics"``, ``"actor"`` (and ``"alpha"`` when learned)."""
+
+    name = "sac"
+    action_kind = "continuous"
+    config_class = SACConfig
+
+    def __init__(self, config: SACConfig | None = None) -> None:
+        super().__init__(config)
+        cfg = self.config
+        normalize = cfg.normalize_observations
+        self.actor = GaussianActor(seed=cfg.seed, normalize=normalize)
+        actor_module = ProbabilisticActor(
+            TensorDictModule(
+                _LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=["loc", "scale"]
+            ),
+            in_keys=["loc", "scale"],
+            out_keys=["action"],
+            distribution_class=AtanSquashedNormal,
+        )
+        critics = [
+            TensorDictModule(
+                QCritic(seed=cfg.seed + k, normalize=normalize),
+                in_keys=[*OBSERVATION_KEYS, "action"],
+                out_keys=["state_action_value"],
+            )
+            for k in (1, 2)
+        ]
+        self.loss_module = SACLoss(
+            actor_module, critics, num_qvalue_nets=2, loss_function="l2",
+            alpha_init=cfg.alpha, fixed_alpha=not cfg.learn_alpha,
+            target_entropy=cfg.target_entropy, delay_actor=False, delay_qvalue=True,
+        )  # fmt: skip
+        # TD(0): r + gamma * (1 - ("next", "terminated")) * V(s'), V = min Q_t - alpha log pi
+        self.loss_module.make_value_estimator(ValueEstimators.TD0, gamma=cfg.gamma)
+        _ = self.loss_module.target_entropy  # registers the lazy buffer now (stable state_dict)
+        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
+        self.optimizers = {
+            "critics": torch.optim.Adam(self.critic_parameters(), lr=cfg.lr, fused=True),
+            "actor": torch.optim.Adam(self.actor.parameters(), lr=cfg.lr, fused=True),
+        }
+        if cfg.learn_alpha:
+            self.optimizers["alpha"] = torch.optim.Adam(
+                [self.loss_module.log_alpha], lr=cfg.lr, fused=True
+            )
+        self.policy = PolicyWrapper(GaussianSelector(self.actor), seed=cfg.seed)
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        """The stacked ``[2, ...]`` parameters of both online critics."""
+        params = self.loss_module.qvalue_network_params.values(True, True)
+        return [p for p in params if isinstance(p, nn.Parameter)]
+
+    def critic_network(self, index: int, target: bool = False) -> QCritic:
+        """A plain ``QCritic`` holding a copy of online (or target) critic ``index`` (0 or 1)."""
+        params = (
+            self.loss_module.target_qvalue_network_params
+            if target
+            else self.loss_module.qvalue_network_params
+        )
+        critic = QCritic(normalize=self.config.normalize_observations)
+        state = {k: v.detach()[index] for k, v in params["module"].flatten_keys(".").items()}
+        critic.load_state_dict(state)
+        return critic.to(self.loss_module.log_alpha.device)
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        """The current temperature (0-dim tensor, no host read)."""
+        return self.loss_module.log_alpha.detach().exp()
+
+    def clip_critic_gradients(self) -> None:
+        """Clip each critic's gradient (the ``[k]`` slices of the stacked gradients) to the
+        global L2 norm ``grad_clip_norm`` separately, as ``clip_grad_norm_`` does per network."""
+        grads = [p.grad for p in self.critic_parameters() if p.grad is not None]
+        if not grads:
+            return
+        squares = torch.stack([g.flatten(1).pow(2).sum(1) for g in grads]).sum(0)  # [2]
+        coef = (self.config.grad_clip_norm / (squares.sqrt() + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
+
+    def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
+        """One MSE step on both critics; returns the detached sum of the two losses."""
+        loss, _ = self.loss_module.qvalue_v2_loss(batch)
+        optimizer = self.optimizers["critics"]
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.clip_critic_gradients()
+        optimizer.step()
+        return loss.detach()
+
+    def actor_step(self, batch: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step on the actor; returns the detached loss and ``log pi`` of the samples."""
+        loss, metadata = self.loss_module.actor_loss(batch)
+        self.step_optimizer("actor", loss, self.actor.parameters())
+        return loss.detach(), metadata["log_prob"]
+
+    def update(self, batch: TensorDictBase) -> TensorDict:
+        check_batch(batch, self.action_kind)
+        loss_critic = self.critic_step(batch)
+        loss_actor, log_prob = self.actor_step(batch)
+        loss_alpha = self.loss_module.alpha_loss(log_prob).mean()
+        if self.config.learn_alpha:
+            self.step_optimizer("alpha", loss_alpha, [self.loss_module.log_alpha])
+        return TensorDict(
+            {
+                "loss_critic": loss_critic,
+                "loss_actor": loss_actor,
+                "loss_alpha": loss_alpha.detach(),
+                "alpha": self.alpha,
+            },
+            batch_size=[],
+        )
+
+    def update_targets(self) -> None:
+        self.target_updater.step()

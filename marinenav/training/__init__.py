@@ -1,0 +1,1 @@
+"""Training: device replay, the trainer loop, evaluation, checkpoints."""

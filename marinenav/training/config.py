@@ -1,0 +1,179 @@
+"""Typed configuration of a training run, registered in Hydra's ConfigStore.
+
+``conf/config.yaml`` and the group files (``agent/``, ``env/``, ``curriculum/``, ``logger/``)
+start from these schemas, so a misspelt key or a wrong type fails when the run starts.
+:func:`validate` adds the checks Hydra cannot make (sizes, curriculum against slots).
+
+Counting: one *timestep* is one environment step of one environment, the original's unit
+(C2); a batched step of ``E`` environments is ``E`` timesteps. Schedules (learning start, target
+copies, epsilon decay, evaluation, curriculum stages, total budget) are in timesteps, and the
+number of gradient updates per timestep (``updates_per_timestep``) defaults to the original's
+one update every 4 steps. A timestep adds one transition per active robot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from marinenav.agents import AGENT_NAMES, agent_class
+from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
+
+
+@dataclass
+class EnvConf:
+    num_envs: int = 16  # environments simulated in parallel (E)
+    robot_slots: int = 5  # padded robot slots per environment (R)
+    obstacle_slots: int = 4  # padded obstacle slots per environment
+    core_slots: int = 0  # padded vortex-core slots per environment
+    max_episode_steps: int = 1000  # the original's step limit (a truncation)
+    dtype: str = "float32"  # simulation precision: float32 or float64
+
+
+@dataclass
+class CurriculumConf:
+    timesteps: list[int] = field(default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.timesteps))
+    num_robots: list[int] = field(
+        default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.num_robots)
+    )
+    num_cores: list[int] = field(default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.num_cores))
+    num_obstacles: list[int] = field(
+        default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.num_obstacles)
+    )
+    min_start_goal_dis: list[float] = field(
+        default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.min_start_goal_dis)
+    )
+    eval_episodes_per_stage: int = 10  # fixed evaluation episodes generated for each stage
+
+
+@dataclass
+class TrainingConf:
+    total_timesteps: int = 6_000_000  # budget in environment steps (summed over environments)
+    learning_starts: int = 2_000  # timesteps collected before the first update
+    updates_per_timestep: float = 0.25  # gradient updates per timestep (original: 1 per 4)
+    batch_size: int = 64  # transitions per gradient update
+    target_update_interval: int = 10_000  # timesteps between hard target copies
+    initial_epsilon: float = 0.6  # exploration rate at the start
+    final_epsilon: float = 0.05  # exploration rate after the decay
+    exploration_fraction: float = 0.25  # fraction of the budget over which epsilon decays
+    replay_capacity: int = 1_000_000  # robot transitions kept in the replay
+
+
+@dataclass
+class EvaluationConf:
+    interval: int = 60_000  # timesteps between evaluations
+    first: int = 2_000  # timestep of the first evaluation (the original: at learning start)
+    seed: int = 253  # seed of the fixed evaluation set (the original's eval env seed)
+    max_steps: int = 1001  # step cap of an evaluation episode
+
+
+@dataclass
+class LoggerConf:
+    backend: str = "csv"  # csv, tensorboard, wandb or mlflow (TorchRL loggers)
+    interval: int = 10_000  # timesteps between metric read-backs (one host transfer each)
+    progress_bar: bool = True  # tqdm bar with steps/s, success rate and losses
+    project: str = "marinenav"  # project / experiment name for wandb and mlflow
+
+
+@dataclass
+class CheckpointConf:
+    interval: int = 60_000  # timesteps between checkpoints (also written at the end)
+    save_replay: bool = True  # include the replay buffer (exact resume, larger files)
+
+
+@dataclass
+class TrainConfig:
+    agent: Any = MISSING  # the agent group (agent=ac_iqn|iqn|ddpg|dqn|sac|rainbow)
+    env: EnvConf = field(default_factory=EnvConf)
+    curriculum: CurriculumConf = field(default_factory=CurriculumConf)
+    logger: LoggerConf = field(default_factory=LoggerConf)
+    training: TrainingConf = field(default_factory=TrainingConf)
+    evaluation: EvaluationConf = field(default_factory=EvaluationConf)
+    checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
+    seed: int = 0  # run seed: environments, exploration; networks use seed + 100
+    device: str = "auto"  # auto (CUDA when present), cpu, cuda or cuda:N
+    resume: Any = None  # null, true (this run directory), or a run directory / checkpoint path
+
+
+def agent_schema(name: str) -> type:
+    """A dataclass with the agent's hyperparameters plus its ``name``."""
+    config_class = agent_class(name).config_class
+    return dataclasses.make_dataclass(
+        f"{config_class.__name__}Schema",
+        [("name", str, field(default=name))],
+        bases=(config_class,),
+    )
+
+
+def register_configs() -> None:
+    """Register the schemas with Hydra's ConfigStore (idempotent)."""
+    store = ConfigStore.instance()
+    store.store(name="train_schema", node=TrainConfig)
+    for name in AGENT_NAMES:
+        store.store(group="agent", name=f"{name}_schema", node=agent_schema(name))
+    store.store(group="env", name="env_schema", node=EnvConf)
+    store.store(group="curriculum", name="curriculum_schema", node=CurriculumConf)
+    store.store(group="logger", name="logger_schema", node=LoggerConf)
+
+
+def schedule_of(cfg) -> CurriculumSchedule:
+    """The curriculum schedule of a run config."""
+    c = cfg.curriculum
+    return CurriculumSchedule(
+        timesteps=list(c.timesteps), num_robots=list(c.num_robots), num_cores=list(c.num_cores),
+        num_obstacles=list(c.num_obstacles), min_start_goal_dis=list(c.min_start_goal_dis),
+    )  # fmt: skip
+
+
+def validate(cfg) -> None:
+    """Checks Hydra cannot make; raises ``ValueError`` naming the key, before any training."""
+    if cfg.agent.name not in AGENT_NAMES:
+        raise ValueError(f"unknown agent {cfg.agent.name!r}; choose one of {AGENT_NAMES}")
+    positive = {
+        "env.num_envs": cfg.env.num_envs,
+        "env.robot_slots": cfg.env.robot_slots,
+        "env.max_episode_steps": cfg.env.max_episode_steps,
+        "training.total_timesteps": cfg.training.total_timesteps,
+        "training.batch_size": cfg.training.batch_size,
+        "training.target_update_interval": cfg.training.target_update_interval,
+        "training.replay_capacity": cfg.training.replay_capacity,
+        "evaluation.interval": cfg.evaluation.interval,
+        "evaluation.max_steps": cfg.evaluation.max_steps,
+        "logger.interval": cfg.logger.interval,
+        "checkpoint.interval": cfg.checkpoint.interval,
+        "curriculum.eval_episodes_per_stage": cfg.curriculum.eval_episodes_per_stage,
+    }
+    for key, value in positive.items():
+        if value < 1:
+            raise ValueError(f"{key} must be positive, got {value}")
+    non_negative = {
+        "env.obstacle_slots": cfg.env.obstacle_slots,
+        "env.core_slots": cfg.env.core_slots,
+        "training.learning_starts": cfg.training.learning_starts,
+        "training.updates_per_timestep": cfg.training.updates_per_timestep,
+        "evaluation.first": cfg.evaluation.first,
+    }
+    for key, value in non_negative.items():
+        if value < 0:
+            raise ValueError(f"{key} must not be negative, got {value}")
+    for key in ("initial_epsilon", "final_epsilon", "exploration_fraction"):
+        value = getattr(cfg.training, key)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"training.{key} must be in [0, 1], got {value}")
+    if cfg.env.dtype not in ("float32", "float64"):
+        raise ValueError(f"env.dtype must be float32 or float64, got {cfg.env.dtype!r}")
+    if cfg.logger.backend not in ("csv", "tensorboard", "wandb", "mlflow"):
+        raise ValueError(f"logger.backend must be csv, tensorboard, wandb or mlflow, "
+                         f"got {cfg.logger.backend!r}")  # fmt: skip
+    schedule = schedule_of(cfg)  # raises on malformed stages
+    schedule.check_slots(cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots)
+    needed = cfg.env.num_envs * cfg.env.robot_slots * 4
+    if cfg.training.replay_capacity < needed:
+        raise ValueError(
+            f"training.replay_capacity must hold at least {needed} transitions "
+            f"(4 steps of every robot slot), got {cfg.training.replay_capacity}"
+        )

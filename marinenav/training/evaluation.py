@@ -1,0 +1,141 @@
+"""Evaluation on a fixed scenario set, all episodes at once in one batched environment (C4).
+
+The set is generated once, deterministically from a seed, with ``episodes_per_stage`` episodes
+for each curriculum stage (the original: 10 per stage, 60 in all, seed 253), and saved in the
+original's ``eval_configs.json`` layout. Every evaluation restarts exactly these scenarios.
+
+Per episode (original metrics): the discounted return averaged over robots, success (every
+robot reached its goal; an episode ends at its first collision), travel time and thrust energy
+averaged over robots (robots that never finished included). Aggregates: mean return over all
+episodes, success rate, and mean time and energy over the successful episodes only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModuleBase
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from marinenav.envs import MarineNavEnv
+from marinenav.sim import InfoState
+from marinenav.sim.curriculum import CurriculumSchedule, evaluation_stage_params
+from marinenav.sim.generation import generate_scenarios
+from marinenav.sim.scenario import default_scenario
+from marinenav.sim.scenario_json import scenarios_to_dicts
+
+EARLY_EXIT_EVERY = 50  # evaluation steps between host checks of "all episodes over"
+
+
+def evaluation_scenarios(
+    schedule: CurriculumSchedule,
+    episodes_per_stage: int,
+    seed: int,
+    robot_slots: int,
+    obstacle_slots: int,
+    core_slots: int,
+) -> list[dict]:
+    """The fixed evaluation set as scenario dicts (stage 0's episodes first)."""
+    params = evaluation_stage_params(schedule, episodes_per_stage, dtype=torch.float64)
+    count = params.num_robots.shape[0]
+    base = default_scenario(count, robot_slots, obstacle_slots, core_slots, torch.float64)
+    base.seed.fill_(seed)
+    base.is_eval_env.fill_(True)
+    generator = torch.Generator().manual_seed(seed)
+    return scenarios_to_dicts(generate_scenarios(base, *params, generator=generator))
+
+
+class Evaluator:
+    """Runs a policy deterministically on every scenario of the set at once.
+
+    Args:
+        scenarios: scenario dicts (one episode each).
+        action_kind: of the policy.
+        gamma: discount of the reported return.
+        max_steps: step cap of an episode (the original: 1001).
+        robot_slots, obstacle_slots, core_slots, device, dtype: of the batched environment.
+    """
+
+    def __init__(
+        self,
+        scenarios: list[dict],
+        action_kind: str,
+        gamma: float,
+        max_steps: int,
+        robot_slots: int,
+        obstacle_slots: int,
+        core_slots: int,
+        device: torch.device | str,
+        dtype: torch.dtype,
+    ) -> None:
+        self.env = MarineNavEnv.from_scenarios(
+            scenarios, action_kind=action_kind, end_on_collision=True, robot_slots=robot_slots,
+            obstacle_slots=obstacle_slots, core_slots=core_slots, device=device, dtype=dtype,
+            validate=False, max_episode_steps=max_steps - 1,
+        )  # fmt: skip
+        self.gamma = gamma
+        self.max_steps = max_steps
+        self.episodes_per_stage: int | None = None
+
+    def run(self, policy: TensorDictModuleBase) -> dict[str, Any]:
+        """Evaluate ``policy`` (deterministic mode); returns host-side metrics and per-episode
+        lists. Reads back once per ``EARLY_EXIT_EVERY`` steps and once at the end."""
+        env, sim = self.env, self.env.sim
+        E, R = env.num_envs, env.num_robots
+        device = env.device
+        step_time = (sim.scenario.dt * sim.num_substeps).to(torch.float64)  # [E, R] s
+        returns = torch.zeros(E, R, dtype=torch.float64, device=device)
+        travel_time = torch.zeros_like(returns)
+        energy = torch.zeros_like(returns)
+        discount = torch.ones(E, 1, dtype=torch.float64, device=device)
+        finished = torch.zeros(E, dtype=torch.bool, device=device)
+        reached = torch.zeros(E, R, dtype=torch.bool, device=device)
+        td = env.reset()
+        with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+            for step in range(self.max_steps):
+                td = policy(td)
+                out: TensorDictBase = env.step(td)["next"]
+                acting = td["agents", "active"] & ~finished.unsqueeze(-1)
+                reward = out["agents", "reward"].squeeze(-1).to(torch.float64)
+                returns += torch.where(acting, discount * reward, 0.0)
+                travel_time += torch.where(acting, step_time, 0.0)
+                energy += torch.where(acting, out["agents", "energy"].squeeze(-1).double(), 0.0)
+                reached |= acting & (out["agents", "info"] == InfoState.REACH_GOAL)
+                discount = discount * self.gamma
+                finished |= out["done"].squeeze(-1)
+                td = out
+                if (step + 1) % EARLY_EXIT_EVERY == 0 and bool(finished.all()):  # host: early exit
+                    break
+        present = sim.scenario.robot_present
+        count = present.sum(-1).clamp(min=1).double()
+        success = (reached | ~present).all(-1)
+        per_episode = torch.stack(
+            (
+                (returns * present).sum(-1) / count,
+                success.double(),
+                (travel_time * present).sum(-1) / count,
+                (energy * present).sum(-1) / count,
+            )
+        ).cpu()  # host: one transfer per evaluation
+        rewards, successes, times, energies = per_episode.tolist()  # host: metrics for people
+        successful = [i for i, s in enumerate(successes) if s > 0.5]
+        metrics: dict[str, Any] = {
+            "eval/return": sum(rewards) / E,
+            "eval/success_rate": len(successful) / E,
+            "eval/travel_time": (
+                sum(times[i] for i in successful) / len(successful) if successful else None
+            ),
+            "eval/energy": (
+                sum(energies[i] for i in successful) / len(successful) if successful else None
+            ),
+            "episodes": {"return": rewards, "success": [s > 0.5 for s in successes],
+                         "time": times, "energy": energies},
+        }  # fmt: skip
+        if self.episodes_per_stage:
+            k = self.episodes_per_stage
+            for stage in range(E // k):
+                block = successes[stage * k : (stage + 1) * k]
+                metrics[f"eval/success_rate_stage{stage}"] = sum(block) / k
+        return metrics

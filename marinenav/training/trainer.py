@@ -1,0 +1,370 @@
+"""The training loop (spec C2), batched over environments and kept on one device.
+
+Per batched step: epsilon from the schedule (host arithmetic on the host step counter), act
+with the agent's ``PolicyWrapper``, step every environment and restart the finished ones
+(``MarineNavEnv.step_and_reset``, no host read), store the transitions of the robots that
+acted in the device replay, and take ``updates_per_timestep * E`` gradient updates (carried
+over as a fraction). Target copies, evaluations, checkpoints and metric read-backs happen when
+the timestep counter crosses their intervals. Metrics are accumulated as device tensors and
+read back once per logging interval.
+
+Deviations from the original trainer (documented in ``docs/training.md``): timeouts are
+truncations (bootstrapped), many environments run in parallel (so an interval may be crossed in
+the middle of a batched step and is handled at its end), Rainbow uses per-robot n-step returns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from tensordict import TensorDict, TensorDictBase
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from marinenav.agents import Agent, agent_class
+from marinenav.envs import MarineNavEnv
+from marinenav.sim import InfoState
+from marinenav.training.config import schedule_of, validate
+from marinenav.training.evaluation import Evaluator, evaluation_scenarios
+from marinenav.training.loggers import make_logger, progress_bar
+from marinenav.training.replay import RobotReplay
+
+CHECKPOINT_NAME = "checkpoint.pt"
+TRANSITION_KEYS = ("self_state", "objects", "objects_mask")
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` picks CUDA when present, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={name} but CUDA is not available")
+    return device
+
+
+def linear_epsilon(timestep: int, cfg) -> float:
+    """The original's schedule (C3): linear from initial to final over the first
+    ``exploration_fraction`` of the budget, then constant."""
+    progress = timestep / cfg.total_timesteps
+    if progress >= cfg.exploration_fraction:
+        return cfg.final_epsilon
+    slope = (cfg.final_epsilon - cfg.initial_epsilon) / cfg.exploration_fraction
+    return cfg.initial_epsilon + progress * slope
+
+
+def crossed(before: int, after: int, interval: int, first: int = 0) -> bool:
+    """Whether a multiple of ``interval`` (from ``first`` on) lies in ``(before, after]``."""
+    if after < first:
+        return False
+    if before < first:
+        return True
+    return (after - first) // interval > (before - first) // interval
+
+
+def robot_transitions(step_input: TensorDictBase, step_output: TensorDictBase) -> TensorDict:
+    """Flat ``[E * R]`` transitions (views, no copy) in the agents' batch layout."""
+    agents, nxt = step_input.get("agents"), step_output.get("agents")
+    n = agents.batch_size.numel()
+    flat = {key: agents.get(key).reshape(n, *agents.get(key).shape[2:]) for key in TRANSITION_KEYS}
+    action = agents.get("action")
+    flat["action"] = action.reshape(n, *action.shape[2:])
+    for key in (*TRANSITION_KEYS, "reward", "terminated", "done"):
+        value = nxt.get(key)
+        flat[("next", key)] = value.reshape(n, *value.shape[2:])
+    return TensorDict(flat, batch_size=[n])
+
+
+class Trainer:
+    """Builds everything a run needs from its config and trains.
+
+    Args:
+        cfg: the run config (``marinenav.training.config.TrainConfig`` layout).
+        run_dir: where logs, evaluations, scenarios and checkpoints go.
+    """
+
+    def __init__(self, cfg: DictConfig, run_dir: str | Path) -> None:
+        validate(cfg)
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        resume_from = self._checkpoint_to_resume()  # fails before any work if missing
+        self.device = resolve_device(cfg.device)
+        torch.manual_seed(cfg.seed)
+        self.agent = self._make_agent()
+        self.env = MarineNavEnv(
+            cfg.env.num_envs, self.agent.action_kind, schedule=schedule_of(cfg),
+            robot_slots=cfg.env.robot_slots, obstacle_slots=cfg.env.obstacle_slots,
+            core_slots=cfg.env.core_slots, device=self.device, dtype=self.dtype,
+            seed=cfg.seed, max_episode_steps=cfg.env.max_episode_steps, validate=False,
+        )  # fmt: skip
+        self.nstep = None
+        sampler = None
+        if self.agent.name == "rainbow":
+            from marinenav.training.nstep import NStepTransitions
+            from marinenav.training.prioritized import DevicePrioritizedSampler
+
+            acfg = self.agent.config
+            self.nstep = NStepTransitions(
+                cfg.env.num_envs, cfg.env.robot_slots, acfg.n_step, acfg.gamma, self.device
+            )
+            sampler = DevicePrioritizedSampler(
+                cfg.training.replay_capacity + 1, alpha=acfg.priority_exponent,
+                beta=acfg.importance_beta, device=self.device,
+            )  # fmt: skip
+        self.replay = RobotReplay(
+            cfg.training.replay_capacity, self.device, cfg.training.batch_size, sampler,
+            seed=cfg.seed,
+        )  # fmt: skip
+        scenarios = evaluation_scenarios(
+            schedule_of(cfg), cfg.curriculum.eval_episodes_per_stage, cfg.evaluation.seed,
+            cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots,
+        )  # fmt: skip
+        (self.run_dir / "eval_configs.json").write_text(json.dumps(scenarios))
+        self.evaluator = Evaluator(
+            scenarios, self.agent.action_kind, self.agent.config.gamma, cfg.evaluation.max_steps,
+            cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots, self.device,
+            self.dtype,
+        )  # fmt: skip
+        self.evaluator.episodes_per_stage = cfg.curriculum.eval_episodes_per_stage
+        # Host-side counters (the loop's own arithmetic: never read from the device).
+        self.timesteps = 0
+        self.updates = 0
+        self.pending_updates = 0.0
+        self.evaluations: list[dict[str, Any]] = []
+        # Device-side accumulators, read back once per logging interval.
+        E, R = cfg.env.num_envs, cfg.env.robot_slots
+        self.metrics = torch.zeros(5, dtype=torch.float64, device=self.device)
+        self._updates_at_log = 0
+        self.loss_sums: TensorDict | None = None
+        self.episode_return = torch.zeros(E, dtype=torch.float64, device=self.device)
+        self.reached = torch.zeros(E, R, dtype=torch.bool, device=self.device)
+        self.collided = torch.zeros(E, dtype=torch.bool, device=self.device)
+        self.logger = make_logger(cfg.logger, self.run_dir, OmegaConf.to_container(cfg))
+        self.td = self.env.reset()
+        if resume_from is not None:
+            self.load_checkpoint(resume_from)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return torch.float64 if self.cfg.env.dtype == "float64" else torch.float32
+
+    def _make_agent(self) -> Agent:
+        values = OmegaConf.to_container(self.cfg.agent, resolve=True)
+        name = values.pop("name")
+        cls = agent_class(name)
+        values["seed"] = self.cfg.seed + 100  # spec B1.4: agent seed = run seed + 100
+        agent = cls(cls.config_class(**values)).to(self.device)
+        agent.policy.set_seed(self.cfg.seed)
+        return agent
+
+    # ------------------------------------------------------------------ the loop
+    def train(self) -> dict[str, Any]:
+        """Train until ``total_timesteps``; returns the last evaluation's metrics."""
+        cfg = self.cfg
+        total, E = cfg.training.total_timesteps, cfg.env.num_envs
+        bar = progress_bar(cfg.logger, total, self.timesteps)
+        started, started_at = time.perf_counter(), self.timesteps
+        while self.timesteps < total:
+            before = self.timesteps
+            self.step_environments()
+            self.timesteps += E
+            if self.timesteps >= cfg.training.learning_starts:
+                self.learn(E * cfg.training.updates_per_timestep)
+            if crossed(before, self.timesteps, cfg.training.target_update_interval):
+                self.agent.update_targets()
+            if crossed(before, self.timesteps, cfg.evaluation.interval, cfg.evaluation.first):
+                self.evaluate()
+            if crossed(before, self.timesteps, cfg.logger.interval):
+                rate = (self.timesteps - started_at) / (time.perf_counter() - started)
+                self.log_metrics(rate, bar)
+            if crossed(before, self.timesteps, cfg.checkpoint.interval):
+                self.save_checkpoint()
+            if bar is not None:
+                bar.update(self.timesteps - before)
+        if bar is not None:
+            bar.close()
+        if not self.evaluations or self.evaluations[-1]["timestep"] != self.timesteps:
+            self.evaluate()
+        self.save_checkpoint()
+        return self.evaluations[-1]
+
+    def step_environments(self) -> None:
+        """One batched step: act, step, restart finished episodes, store, track metrics."""
+        self.agent.policy.set_epsilon(linear_epsilon(self.timesteps, self.cfg.training))
+        with set_exploration_type(ExplorationType.RANDOM), torch.no_grad():
+            step_input = self.agent.policy(self.td)
+            step_output, self.td = self.env.step_and_reset(step_input)
+        if self.nstep is not None:
+            transitions, valid = self.nstep.push(
+                TensorDict({"agents": step_input.get("agents"),
+                            "next": TensorDict({"agents": step_output.get("agents")},
+                                               batch_size=step_output.batch_size)},
+                           batch_size=step_input.batch_size)
+            )  # fmt: skip
+            self.replay.extend(transitions, valid)
+        else:
+            valid = step_input.get(("agents", "active")).reshape(-1)
+            self.replay.extend(robot_transitions(step_input, step_output), valid)
+        self._track_episodes(step_input, step_output)
+
+    def learn(self, updates: float) -> None:
+        """Take the whole part of ``pending + updates`` gradient updates."""
+        self.pending_updates += updates
+        count = math.floor(self.pending_updates)
+        self.pending_updates -= count
+        for _ in range(count):
+            batch = self.replay.sample()
+            losses = self.agent.update(batch)
+            priority = losses.pop("priority", None)
+            if priority is not None:
+                self.replay.update_priority(batch.get("index"), priority)
+            self.loss_sums = losses if self.loss_sums is None else self.loss_sums + losses
+            self.updates += 1
+
+    def _track_episodes(self, step_input: TensorDictBase, step_output: TensorDictBase) -> None:
+        """Episode counts, successes and returns, accumulated on the device."""
+        info = step_output.get(("agents", "info"))
+        reward = step_output.get(("agents", "reward")).squeeze(-1)
+        done = step_output.get("done").squeeze(-1)
+        self.episode_return += reward.sum(-1).double()
+        self.reached |= info == InfoState.REACH_GOAL
+        self.collided |= (info == InfoState.COLLISION).any(-1)
+        empty = info == InfoState.EMPTY_SLOT
+        success = done & ~self.collided & (self.reached | empty).all(-1)
+        robots = (~empty).sum(-1).clamp(min=1).double()
+        acted = step_input.get(("agents", "active")).sum().double()
+        self.metrics += torch.stack(
+            (
+                done.sum().double(),
+                success.sum().double(),
+                torch.where(done, self.episode_return / robots, 0.0).sum(),
+                acted,
+                reward.sum().double(),
+            )
+        )
+        self.episode_return.masked_fill_(done, 0.0)
+        self.reached.masked_fill_(done.unsqueeze(-1), False)
+        self.collided.masked_fill_(done, False)
+
+    # ------------------------------------------------------------------ reporting
+    def log_metrics(self, timesteps_per_second: float, bar) -> dict[str, float]:
+        """Read the accumulators back in one transfer, log them and reset them."""
+        values = [self.metrics]
+        names = ["episodes", "successes", "return_sum", "transitions", "reward_sum"]
+        if self.loss_sums is not None:
+            for key, value in self.loss_sums.items():
+                values.append(value.detach().double().reshape(1))
+                names.append(key)
+        host = torch.cat(values).tolist()  # host: one read-back per logging interval
+        raw = dict(zip(names, host, strict=True))
+        episodes = raw["episodes"]
+        scalars = {
+            "train/episodes": episodes,
+            "train/success_rate": raw["successes"] / episodes if episodes else float("nan"),
+            "train/episode_return": raw["return_sum"] / episodes if episodes else float("nan"),
+            "train/transitions": raw["transitions"],
+            "train/timesteps_per_second": timesteps_per_second,
+            "train/updates": float(self.updates),
+            "train/epsilon": linear_epsilon(self.timesteps, self.cfg.training),
+        }
+        if self.loss_sums is not None:
+            interval_updates = max(self.updates - self._updates_at_log, 1)
+            for key in self.loss_sums.keys():
+                scalars[f"train/{key}"] = raw[key] / interval_updates
+        for name, value in scalars.items():
+            self.logger.log_scalar(name, value, step=self.timesteps)
+        if bar is not None:
+            bar.set_postfix(
+                {"steps/s": f"{timesteps_per_second:.0f}",
+                 "success": f"{scalars['train/success_rate']:.2f}",
+                 **{k[6:]: f"{v:.3g}" for k, v in scalars.items() if k.startswith("train/loss")}},
+                refresh=False,
+            )  # fmt: skip
+        self.metrics.zero_()
+        self.loss_sums = None
+        self._updates_at_log = self.updates
+        return scalars
+
+    def evaluate(self) -> dict[str, Any]:
+        """Evaluate on the fixed set, log, and append to ``evaluations.jsonl``."""
+        self.agent.policy.eval()
+        metrics = self.evaluator.run(self.agent.policy)
+        self.agent.policy.train()
+        metrics["timestep"] = self.timesteps
+        for name, value in metrics.items():
+            if name.startswith("eval/") and value is not None:
+                self.logger.log_scalar(name, value, step=self.timesteps)
+        with open(self.run_dir / "evaluations.jsonl", "a") as f:
+            f.write(json.dumps(metrics) + "\n")
+        self.evaluations.append(metrics)
+        return metrics
+
+    # ------------------------------------------------------------------ checkpoints
+    def _checkpoint_to_resume(self) -> Path | None:
+        resume = self.cfg.resume
+        if resume is None or resume is False:
+            return None
+        path = self.run_dir if resume is True or str(resume).lower() == "true" else Path(resume)
+        if path.is_dir():
+            path = path / CHECKPOINT_NAME
+        if not path.is_file():
+            raise FileNotFoundError(f"resume: no checkpoint at {path}")
+        return path
+
+    def save_checkpoint(self) -> Path:
+        """Everything needed to continue this run exactly (atomic write)."""
+        state = {
+            "config": OmegaConf.to_container(self.cfg, resolve=True),
+            "agent": self.agent.training_state_dict(),
+            "policy_generators": {
+                str(d): g.get_state() for d, g in self.agent.policy._generators.items()
+            },
+            "replay": self.replay.state_dict() if self.cfg.checkpoint.save_replay else None,
+            "nstep": self.nstep.state_dict() if self.nstep is not None else None,
+            "simulator": self.env.sim.state_dict(),
+            "counters": {"timesteps": self.timesteps, "updates": self.updates,
+                         "pending_updates": self.pending_updates},
+            "trackers": {"metrics": self.metrics, "episode_return": self.episode_return,
+                         "reached": self.reached, "collided": self.collided},
+            "evaluations": self.evaluations,
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        }  # fmt: skip
+        path = self.run_dir / CHECKPOINT_NAME
+        tmp = path.with_suffix(".tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+        return path
+
+    def load_checkpoint(self, path: Path) -> None:
+        state = torch.load(path, map_location=self.device, weights_only=False)
+        saved = state["config"]
+        if saved["agent"]["name"] != self.cfg.agent.name:
+            raise ValueError(f"checkpoint {path} is of agent {saved['agent']['name']!r}, "
+                             f"not {self.cfg.agent.name!r}")  # fmt: skip
+        self.agent.load_training_state_dict(state["agent"])
+        for device, generator_state in state["policy_generators"].items():
+            self.agent.policy.generator(torch.device(device)).set_state(generator_state)
+        if state["replay"] is not None:
+            self.replay.load_state_dict(state["replay"])
+        if self.nstep is not None and state["nstep"] is not None:
+            self.nstep.load_state_dict(state["nstep"])
+        self.env.sim.load_state_dict(state["simulator"])
+        counters = state["counters"]
+        self.timesteps, self.updates = counters["timesteps"], counters["updates"]
+        self.pending_updates = counters["pending_updates"]
+        self._updates_at_log = self.updates
+        for name, value in state["trackers"].items():
+            getattr(self, name).copy_(value)
+        self.evaluations = state["evaluations"]
+        torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self.td = self.env.observe()  # the next step's input, nothing restarted

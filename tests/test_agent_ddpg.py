@@ -1,0 +1,137 @@
+"""DDPG (spec B4): parameter counts, the critic loss against a hand computation with the target
+networks (terminated vs truncated bootstrapping), gradient flow between the two steps, target
+copies, gradient clipping, no host read-back in ``update``, and learning the tiny problem."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from marinenav.agents.base import OBSERVATION_KEYS
+from marinenav.agents.ddpg import DDPGAgent, DDPGConfig
+from tests.agent_utils import training_batch
+from tests.learning_utils import random_return, train_briefly
+from tests.test_no_host_sync import count_read_backs
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny matmuls: intra-op threads only add contention (10x slower on a loaded 2-core box)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _obs(td):
+    return tuple(td[key] for key in OBSERVATION_KEYS)
+
+
+def _values(params):
+    return [p.detach().clone() for p in params.values(True, True)]
+
+
+def _same(a, b) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_parameter_counts_match_the_original() -> None:
+    agent = DDPGAgent()
+    assert sum(p.numel() for p in agent.actor.parameters()) == 50_354
+    assert sum(p.numel() for p in agent.critic.parameters()) == 50_609
+
+
+def test_critic_loss_is_smooth_l1_to_the_target_networks() -> None:
+    agent = DDPGAgent()
+    target_actor, target_critic = copy.deepcopy(agent.actor), copy.deepcopy(agent.critic)
+    agent.update(training_batch(64, "continuous", seed=1))  # online moves, targets stay
+    batch = training_batch(32, "continuous", seed=2)
+    nxt = batch["next"]
+    terminated = nxt["terminated"].squeeze(-1)
+    truncated = nxt["done"].squeeze(-1) & ~terminated
+    assert terminated.any() and truncated.any()
+    with torch.no_grad():
+        q = agent.critic(*_obs(batch), batch["action"]).squeeze(-1)
+        next_q = target_critic(*_obs(nxt), target_actor(*_obs(nxt))).squeeze(-1)
+        reward = nxt["reward"].squeeze(-1)
+        # truncated transitions bootstrap, terminated ones do not
+        expected = F.smooth_l1_loss(q, reward + 0.99 * (~terminated) * next_q)
+        on_done = F.smooth_l1_loss(q, reward + 0.99 * (~nxt["done"].squeeze(-1)) * next_q)
+        online_next = agent.critic(*_obs(nxt), agent.actor(*_obs(nxt))).squeeze(-1)
+        with_online = F.smooth_l1_loss(q, reward + 0.99 * (~terminated) * online_next)
+    loss, _ = agent.loss_module.loss_value(batch.clone())
+    torch.testing.assert_close(loss, expected)
+    assert not torch.allclose(expected, on_done) and not torch.allclose(expected, with_online)
+    torch.testing.assert_close(agent.update(batch)["loss_critic"], expected)
+
+
+def test_actor_loss_is_minus_the_mean_online_q() -> None:
+    agent = DDPGAgent()
+    batch = training_batch(32, "continuous", seed=3)
+    with torch.no_grad():
+        expected = -agent.critic(*_obs(batch), agent.actor(*_obs(batch))).mean()
+    loss, _ = agent.loss_module.loss_actor(batch)
+    torch.testing.assert_close(loss, expected)
+
+
+def test_each_step_moves_only_its_own_network() -> None:
+    agent = DDPGAgent()
+    lm = agent.loss_module
+    batch = training_batch(32, "continuous", seed=4)
+    actor, critic = _values(lm.actor_network_params), _values(lm.value_network_params)
+    targets = _values(lm.target_actor_network_params) + _values(lm.target_value_network_params)
+
+    agent.critic_step(batch)
+    assert _same(_values(lm.actor_network_params), actor)
+    assert not _same(_values(lm.value_network_params), critic)
+    critic = _values(lm.value_network_params)
+
+    agent.actor_step(batch)
+    assert _same(_values(lm.value_network_params), critic)
+    assert not _same(_values(lm.actor_network_params), actor)
+
+    agent.update(batch)
+    now = _values(lm.target_actor_network_params) + _values(lm.target_value_network_params)
+    assert _same(now, targets)  # update never touches the targets
+
+    agent.update_targets()
+    for online, target in (
+        (lm.actor_network_params, lm.target_actor_network_params),
+        (lm.value_network_params, lm.target_value_network_params),
+    ):
+        assert _same(_values(online), _values(target))
+
+
+def test_gradient_norm_is_clipped_per_network() -> None:
+    agent = DDPGAgent(DDPGConfig(grad_clip_norm=1e-3))
+    batch = training_batch(32, "continuous", seed=5)
+    for name, net in (("critic", agent.critic), ("actor", agent.actor)):
+        agent.optimizers[name] = torch.optim.SGD(net.parameters(), lr=1.0)
+    before = {n: [p.clone() for p in net.parameters()] for n, net in
+              (("critic", agent.critic), ("actor", agent.actor))}  # fmt: skip
+    agent.update(batch)
+    for name, net in (("critic", agent.critic), ("actor", agent.actor)):
+        pairs = zip(net.parameters(), before[name], strict=True)
+        step = torch.sqrt(sum(((p - b) ** 2).sum() for p, b in pairs))
+        assert 0 < step.item() <= 1e-3 * (1 + 1e-4)
+
+
+def test_update_makes_no_host_read_back() -> None:
+    agent = DDPGAgent()
+    batches = [training_batch(64, "continuous", seed=s) for s in range(3)]
+    with count_read_backs() as counts:
+        for batch in batches:
+            out = agent.update(batch)
+    assert sum(counts.values()) == 0, dict(counts)
+    assert set(out.keys()) == {"loss_critic", "loss_actor"}
+    assert all(v.dim() == 0 and not v.requires_grad for v in out.values())
+
+
+def test_learns_the_tiny_problem() -> None:
+    agent = DDPGAgent(DDPGConfig(lr=1e-3, normalize_observations=True))
+    trained = train_briefly(agent, iterations=25)
+    # random ~ -6.4; pushing straight to the goal ~ +18
+    assert trained > random_return("continuous") + 15.0

@@ -1,0 +1,213 @@
+"""SAC (spec B6, standard algorithm): parameter counts and critic initialisations, the
+atan-squashed Gaussian's log-density, the critic target and actor loss against hand
+computations with a fixed sample, gradient flow, per-critic clipping, target copies, the
+temperature, no host read-back in ``update``, and learning the tiny problem."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.distributions import Normal
+
+from marinenav.agents.base import OBSERVATION_KEYS
+from marinenav.agents.sac import AtanSquashedNormal, SACAgent, SACConfig
+from marinenav.policy.networks import QCritic, squash
+from tests.agent_utils import training_batch
+from tests.learning_utils import random_return, train_briefly
+from tests.test_no_host_sync import count_read_backs
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny matmuls: intra-op threads only add contention (10x slower on a loaded 2-core box)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _obs(td):
+    return tuple(td[key] for key in OBSERVATION_KEYS)
+
+
+def _values(params):
+    return [p.detach().clone() for p in params.values(True, True)]
+
+
+def _same(a, b) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _state_equal(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    return _same(list(a.state_dict().values()), list(b.state_dict().values()))
+
+
+def test_parameter_counts_match_the_original() -> None:
+    agent = SACAgent()
+    assert sum(p.numel() for p in agent.actor.parameters()) == 50_612
+    stacked = agent.critic_parameters()
+    assert all(p.shape[0] == 2 for p in stacked)
+    assert sum(p[0].numel() for p in stacked) == sum(p[1].numel() for p in stacked) == 50_609
+    for k in (0, 1):
+        assert sum(p.numel() for p in agent.critic_network(k).parameters()) == 50_609
+
+
+def test_critics_start_from_their_own_seeds() -> None:
+    agent = SACAgent(SACConfig(seed=7))
+    first, second = agent.critic_network(0), agent.critic_network(1)
+    assert _state_equal(first, QCritic(seed=8)) and _state_equal(second, QCritic(seed=9))
+    assert not torch.equal(first.state_layer.weight, second.state_layer.weight)
+    assert _state_equal(agent.critic_network(0, target=True), first)
+    assert _state_equal(agent.critic_network(1, target=True), second)
+
+
+def test_log_prob_is_the_change_of_variables_of_the_atan_squashing() -> None:
+    gen = torch.Generator().manual_seed(0)
+    loc, scale = torch.randn(64, 2, generator=gen), torch.rand(64, 2, generator=gen) + 0.2
+    z = (loc + scale * 2.0 * torch.randn(64, 2, generator=gen)).requires_grad_()
+    a = squash(z)
+    (dadz,) = torch.autograd.grad(a.sum(), z)  # diagonal Jacobian: element-wise
+    expected = (Normal(loc, scale).log_prob(z) - dadz.abs().log()).sum(-1)
+    dist = AtanSquashedNormal(loc, scale)
+    torch.testing.assert_close(dist.log_prob(a.detach()), expected.detach(), rtol=1e-4, atol=1e-4)
+    # the sampling path scores its own latent draw
+    torch.manual_seed(3)
+    sample, log_prob = dist.rsample_and_log_prob()
+    torch.manual_seed(3)
+    z2 = loc + scale * torch.randn(64, 2)
+    torch.testing.assert_close(sample, squash(z2))
+    direct = (Normal(loc, scale).log_prob(z2) - math.log(2 / math.pi) + torch.log1p(z2**2)).sum(-1)
+    torch.testing.assert_close(log_prob, direct)
+    torch.testing.assert_close(dist.deterministic_sample, squash(loc))
+
+
+@pytest.mark.parametrize(("loc", "scale"), [(0.0, 1.0), (0.7, 0.5), (-1.5, 2.0)])
+def test_one_dimensional_density_integrates_to_one(loc: float, scale: float) -> None:
+    grid = torch.linspace(-1.0, 1.0, 200_001, dtype=torch.float64)[1:-1]
+    dist = AtanSquashedNormal(torch.tensor([loc], dtype=torch.float64),
+                              torch.tensor([scale], dtype=torch.float64))  # fmt: skip
+    density = dist.log_prob(grid.unsqueeze(-1)).exp()
+    total = torch.trapezoid(density, grid)
+    assert abs(total.item() - 1.0) < 1e-3
+
+
+def test_critic_target_is_the_soft_min_q_of_the_current_actor() -> None:
+    cfg = SACConfig()
+    agent = SACAgent(cfg)
+    targets = [agent.critic_network(k) for k in (0, 1)]
+    agent.update(training_batch(64, "continuous", seed=1))  # online moves, targets stay
+    assert _state_equal(agent.critic_network(0, target=True), targets[0])
+    batch = training_batch(16, "continuous", seed=2)
+    nxt = batch["next"]
+    terminated = nxt["terminated"].squeeze(-1)
+    assert terminated.any() and (nxt["done"].squeeze(-1) & ~terminated).any()
+    torch.manual_seed(5)
+    loss, _ = agent.loss_module.qvalue_v2_loss(batch.clone())
+    torch.manual_seed(5)
+    noise = torch.randn(16, 2)  # the one draw of the target: a' ~ pi(.|s')
+    with torch.no_grad():
+        loc, log_std = agent.actor(*_obs(nxt))  # the current actor (quirk B6 fixed)
+        z = loc + log_std.exp() * noise
+        next_action = squash(z)
+        log_prob = (
+            Normal(loc, log_std.exp()).log_prob(z) - math.log(2 / math.pi) + torch.log1p(z**2)
+        ).sum(-1)
+        next_q = torch.minimum(*(t(*_obs(nxt), next_action).squeeze(-1) for t in targets))
+        y = nxt["reward"].squeeze(-1) + cfg.gamma * (~terminated) * (next_q - cfg.alpha * log_prob)
+        q = [agent.critic_network(k)(*_obs(batch), batch["action"]).squeeze(-1) for k in (0, 1)]
+        expected = F.mse_loss(q[0], y) + F.mse_loss(q[1], y)
+    torch.testing.assert_close(loss, expected)
+
+
+def test_actor_loss_is_alpha_log_pi_minus_min_q() -> None:
+    cfg = SACConfig()
+    agent = SACAgent(cfg)
+    batch = training_batch(16, "continuous", seed=3)
+    torch.manual_seed(6)
+    loss, metadata = agent.loss_module.actor_loss(batch)
+    torch.manual_seed(6)
+    noise = torch.randn(16, 2)
+    with torch.no_grad():
+        loc, log_std = agent.actor(*_obs(batch))
+        z = loc + log_std.exp() * noise
+        log_prob = (
+            Normal(loc, log_std.exp()).log_prob(z) - math.log(2 / math.pi) + torch.log1p(z**2)
+        ).sum(-1)
+        q = torch.minimum(
+            *(agent.critic_network(k)(*_obs(batch), squash(z)).squeeze(-1) for k in (0, 1))
+        )
+        expected = (cfg.alpha * log_prob - q).mean()
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(metadata["log_prob"], log_prob)
+
+
+def test_each_step_moves_only_its_own_network() -> None:
+    agent = SACAgent(SACConfig(learn_alpha=True))
+    lm = agent.loss_module
+    batch = training_batch(32, "continuous", seed=4)
+    actor, critics = _values(lm.actor_network_params), _values(lm.qvalue_network_params)
+    targets = _values(lm.target_qvalue_network_params)
+    log_alpha = lm.log_alpha.detach().clone()
+
+    agent.critic_step(batch)
+    assert _same(_values(lm.actor_network_params), actor)
+    assert not _same(_values(lm.qvalue_network_params), critics)
+    critics = _values(lm.qvalue_network_params)
+
+    agent.actor_step(batch)
+    assert _same(_values(lm.qvalue_network_params), critics)
+    assert not _same(_values(lm.actor_network_params), actor)
+    assert torch.equal(lm.log_alpha, log_alpha)
+
+    agent.update(batch)
+    assert _same(_values(lm.target_qvalue_network_params), targets)  # update never touches them
+
+    agent.update_targets()
+    assert _same(_values(lm.qvalue_network_params), _values(lm.target_qvalue_network_params))
+
+
+def test_each_critic_gradient_is_clipped_separately() -> None:
+    agent = SACAgent(SACConfig(grad_clip_norm=1e-3))
+    params = agent.critic_parameters()
+    agent.optimizers["critics"] = torch.optim.SGD(params, lr=1.0)
+    before = [p.detach().clone() for p in params]
+    agent.critic_step(training_batch(32, "continuous", seed=5))
+    steps = torch.stack([((p - b) ** 2).flatten(1).sum(1) for p, b in
+                         zip(params, before, strict=True)]).sum(0).sqrt()  # fmt: skip
+    # both raw norms exceed the limit, so each critic's step has the full length 1e-3 (a joint
+    # clip would give sqrt(n1^2 + n2^2) = 1e-3, each critic's step below it)
+    torch.testing.assert_close(steps, torch.full((2,), 1e-3), rtol=1e-3, atol=0.0)
+
+
+def test_temperature_is_fixed_by_default_and_learned_on_request() -> None:
+    batch = training_batch(32, "continuous", seed=6)
+    fixed = SACAgent()
+    out = fixed.update(batch)
+    torch.testing.assert_close(out["alpha"], torch.tensor(0.078))
+    torch.testing.assert_close(fixed.alpha, torch.tensor(0.078))
+    assert "alpha" not in fixed.optimizers and not fixed.loss_module.log_alpha.requires_grad
+    learned = SACAgent(SACConfig(learn_alpha=True))
+    out = learned.update(batch)
+    assert not torch.equal(learned.alpha, torch.tensor(0.078).log().exp())
+    assert out["loss_alpha"].dim() == 0
+
+
+def test_update_makes_no_host_read_back() -> None:
+    agent = SACAgent(SACConfig(learn_alpha=True))
+    batches = [training_batch(64, "continuous", seed=s) for s in range(3)]
+    with count_read_backs() as counts:
+        for batch in batches:
+            out = agent.update(batch)
+    assert sum(counts.values()) == 0, dict(counts)
+    assert set(out.keys()) == {"loss_critic", "loss_actor", "loss_alpha", "alpha"}
+    assert all(v.dim() == 0 and not v.requires_grad for v in out.values())
+
+
+def test_learns_the_tiny_problem() -> None:
+    agent = SACAgent(SACConfig(lr=1e-3, normalize_observations=True))
+    trained = train_briefly(agent, iterations=25)
+    # random ~ -6.4; pushing straight to the goal ~ +18 (evaluation acts with the mean)
+    assert trained > random_return("continuous") + 15.0

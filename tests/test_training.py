@@ -1,0 +1,195 @@
+"""End-to-end training: each agent trains, evaluates, checkpoints and resumes; the per-step path
+makes no host read-back; bad configs fail before any training; Hydra runs and sweeps."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import open_dict
+
+from marinenav.agents import AGENT_NAMES
+from marinenav.training.config import register_configs
+from marinenav.training.trainer import Trainer, crossed, linear_epsilon
+from tests.test_no_host_sync import count_read_backs
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = [
+    "env.num_envs=2",
+    "curriculum=stage0",
+    "curriculum.num_robots=[2]",
+    "curriculum.eval_episodes_per_stage=2",
+    "training.total_timesteps=160",
+    "training.learning_starts=40",
+    "training.batch_size=8",
+    "training.replay_capacity=2000",
+    "training.target_update_interval=50",
+    "evaluation.first=80",
+    "evaluation.interval=80",
+    "evaluation.max_steps=12",
+    "logger.interval=40",
+    "logger.progress_bar=false",
+    "checkpoint.interval=80",
+    "device=cpu",
+]
+
+
+def tiny_config(*overrides: str):
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose(config_name="config", overrides=[*TINY, *overrides])
+
+
+def test_schedules_follow_the_original() -> None:
+    cfg = tiny_config("agent=dqn", "training.total_timesteps=1000").training
+    assert linear_epsilon(0, cfg) == pytest.approx(0.6)
+    assert linear_epsilon(125, cfg) == pytest.approx(0.6 + 0.5 * (0.05 - 0.6))
+    assert linear_epsilon(250, cfg) == pytest.approx(0.05)
+    assert linear_epsilon(900, cfg) == pytest.approx(0.05)
+    assert crossed(9_990, 10_006, 10_000) and not crossed(10_006, 10_022, 10_000)
+    assert crossed(0, 16, 60_000, first=16) and not crossed(16, 32, 60_000, first=16)
+
+
+@pytest.mark.parametrize("agent", AGENT_NAMES)
+def test_train_evaluate_checkpoint_resume(agent: str, tmp_path: Path) -> None:
+    cfg = tiny_config(f"agent={agent}")
+    trainer = Trainer(cfg, tmp_path)
+    final = trainer.train()
+    assert trainer.timesteps == 160
+    assert trainer.updates == 30  # 0.5 per batched step of 2 envs, 61 steps from timestep 40
+    assert [e["timestep"] for e in trainer.evaluations] == [80, 160]
+    assert 0.0 <= final["eval/success_rate"] <= 1.0
+    assert len((tmp_path / "evaluations.jsonl").read_text().splitlines()) == 2
+    assert len(json.loads((tmp_path / "eval_configs.json").read_text())) == 2
+    assert (tmp_path / "logs" / "scalars" / "train" / "success_rate.csv").is_file()
+
+    # resume the finished run with a larger budget: counters, parameters and replay continue
+    with open_dict(cfg):
+        cfg.resume = True
+        cfg.training.total_timesteps = 200
+    resumed = Trainer(cfg, tmp_path)
+    assert resumed.timesteps == 160 and resumed.updates == trainer.updates
+    for (name, a), (_, b) in zip(
+        trainer.agent.state_dict().items(), resumed.agent.state_dict().items(), strict=True
+    ):
+        assert torch.equal(a, b), name
+    assert torch.equal(resumed.replay.count, trainer.replay.count)
+    torch.testing.assert_close(resumed.env.sim.state.pos, trainer.env.sim.state.pos)
+    resumed.train()
+    assert resumed.timesteps == 200 and resumed.updates == trainer.updates + 10
+
+
+def test_a_killed_run_resumes_to_the_same_counters(tmp_path: Path, monkeypatch) -> None:
+    straight = Trainer(tiny_config("agent=dqn"), tmp_path / "straight")
+    straight.train()
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_the_first_checkpoint(self) -> None:
+        if self.timesteps > 100:
+            raise Killed
+        original_step(self)
+
+    original_step = Trainer.step_environments
+    monkeypatch.setattr(Trainer, "step_environments", kill_after_the_first_checkpoint)
+    with pytest.raises(Killed):
+        Trainer(tiny_config("agent=dqn"), tmp_path / "killed").train()
+    monkeypatch.setattr(Trainer, "step_environments", original_step)
+    resumed = Trainer(tiny_config("agent=dqn", "resume=true"), tmp_path / "killed")
+    assert resumed.timesteps == 80  # the last checkpoint
+    resumed.train()
+    assert (resumed.timesteps, resumed.updates) == (straight.timesteps, straight.updates)
+    assert int(resumed.replay.count) == int(straight.replay.count)
+    assert [e["timestep"] for e in resumed.evaluations] == [80, 160]
+    # the resumed run continues the same random streams: same data, same parameters
+    for (name, a), (_, b) in zip(
+        straight.agent.state_dict().items(), resumed.agent.state_dict().items(), strict=True
+    ):
+        torch.testing.assert_close(a, b, msg=name)
+
+
+@pytest.mark.parametrize("agent", ["dqn", "sac", "rainbow"])
+def test_training_steps_make_no_host_read_back(agent: str, tmp_path: Path) -> None:
+    cfg = tiny_config(f"agent={agent}", "env.num_envs=4", "env.max_episode_steps=20")
+    trainer = Trainer(cfg, tmp_path)
+    trainer.timesteps = cfg.training.learning_starts
+    for _ in range(10):  # fill the replay first
+        trainer.step_environments()
+    with count_read_backs() as counts:
+        for _ in range(200):
+            trainer.step_environments()
+            trainer.learn(1.0)
+    assert sum(counts.values()) == 0, dict(counts)
+    assert trainer.updates == 200
+    with count_read_backs() as counts:
+        trainer.log_metrics(1.0, None)
+    assert counts["tolist"] == 1 and sum(counts.values()) == 1  # one transfer per interval
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("env.num_envs=-1", "env.num_envs must be positive"),
+        ("curriculum.num_robots=[6]", "robot"),
+        ("training.batch_size=0", "training.batch_size must be positive"),
+        ("training.initial_epsilon=1.5", "initial_epsilon"),
+        ("env.dtype=float16", "env.dtype"),
+        ("resume=/nonexistent/run", "no checkpoint"),
+    ],
+)
+def test_bad_configs_fail_before_training(override: str, message: str, tmp_path: Path) -> None:
+    with pytest.raises((ValueError, FileNotFoundError), match=message):
+        Trainer(tiny_config("agent=dqn", override), tmp_path)
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def _train_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_unknown_agent_and_wrong_keys_fail_at_start_up(tmp_path: Path) -> None:
+    unknown = _train_py("agent=ppo", cwd=tmp_path)
+    assert unknown.returncode != 0 and "agent" in unknown.stderr and "ppo" in unknown.stderr
+    typo = _train_py("agent=dqn", "training.batchsize=3", cwd=tmp_path)
+    assert typo.returncode != 0 and "batchsize" in typo.stderr
+    wrong_type = _train_py("agent=dqn", "training.batch_size=many", cwd=tmp_path)
+    assert wrong_type.returncode != 0 and "batch_size" in wrong_type.stderr
+
+
+def test_multirun_sweep_gives_each_run_its_own_directory(tmp_path: Path) -> None:
+    result = _train_py(
+        "-m", "agent=dqn,iqn", "seed=0,1", *TINY, f"hydra.sweep.dir={tmp_path}/sweep",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = sorted(p.parent for p in (tmp_path / "sweep").glob("*/evaluations.jsonl"))
+    assert len(runs) == 4
+    assert all((run / "checkpoint.pt").is_file() for run in runs)
+
+
+@pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
+def test_optional_launchers(launcher: str, tmp_path: Path) -> None:
+    module = (
+        "hydra_plugins.hydra_joblib_launcher"
+        if launcher == "joblib"
+        else ("hydra_plugins.hydra_submitit_launcher")
+    )
+    pytest.importorskip(module)
+    extra = ["hydra.launcher.n_jobs=2"] if launcher == "joblib" else [
+        "hydra.launcher.timeout_min=10", "hydra.launcher.tasks_per_node=1",
+    ]  # fmt: skip
+    result = _train_py(
+        "-m", f"hydra/launcher={launcher}", *extra, "agent=dqn", "seed=0,1", *TINY,
+        "training.total_timesteps=80", f"hydra.sweep.dir={tmp_path}/sweep", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(list((tmp_path / "sweep").glob("*/evaluations.jsonl"))) == 2
