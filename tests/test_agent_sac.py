@@ -20,15 +20,6 @@ from tests.learning_utils import random_return, train_briefly
 from tests.test_no_host_sync import count_read_backs
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny matmuls: intra-op threads only add contention (10x slower on a loaded 2-core box)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _obs(td):
     return tuple(td[key] for key in OBSERVATION_KEYS)
 

@@ -111,12 +111,11 @@ class Trainer:
             from marinenav.training.prioritized import DevicePrioritizedSampler
 
             acfg = self.agent.config
-            self.nstep = NStepTransitions(
-                cfg.env.num_envs, cfg.env.robot_slots, acfg.n_step, acfg.gamma, self.device
-            )
+            self.nstep = NStepTransitions(acfg.n_step, acfg.gamma)
+            # update() returns priorities already raised to priority_exponent: alpha = 1
             sampler = DevicePrioritizedSampler(
-                cfg.training.replay_capacity + 1, alpha=acfg.priority_exponent,
-                beta=acfg.importance_beta, device=self.device,
+                cfg.training.replay_capacity + 1, alpha=1.0, beta=acfg.importance_beta,
+                device=self.device, seed=cfg.seed,
             )  # fmt: skip
         self.replay = RobotReplay(
             cfg.training.replay_capacity, self.device, cfg.training.batch_size, sampler,
@@ -202,13 +201,13 @@ class Trainer:
             step_input = self.agent.policy(self.td)
             step_output, self.td = self.env.step_and_reset(step_input)
         if self.nstep is not None:
-            transitions, valid = self.nstep.push(
+            transitions = self.nstep.push(
                 TensorDict({"agents": step_input.get("agents"),
                             "next": TensorDict({"agents": step_output.get("agents")},
                                                batch_size=step_output.batch_size)},
                            batch_size=step_input.batch_size)
             )  # fmt: skip
-            self.replay.extend(transitions, valid)
+            self.replay.extend(transitions.exclude("valid"), transitions.get("valid"))
         else:
             valid = step_input.get(("agents", "active")).reshape(-1)
             self.replay.extend(robot_transitions(step_input, step_output), valid)

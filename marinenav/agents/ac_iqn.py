@@ -1,0 +1,195 @@
+"""AC-IQN (spec B2): actor-critic with an implicit quantile critic, the paper's method.
+
+Networks (seeds of spec B1.4): the deterministic actor ``mu(s)`` (trunk, two hidden layers of
+128, ``(2/pi) atan`` squash; :class:`~marinenav.policy.networks.DeterministicActor`, 50,354
+parameters, agent seed) and the quantile critic ``Z(s, a; tau)`` (trunk times the cosine
+embedding, first hidden layer times the action embedding; :class:`~marinenav.policy.networks.
+QuantileCritic`, 67,249 parameters, agent seed + 1). Each has a target copy.
+
+Update (one call of :meth:`ACIQNAgent.update`, in this order):
+
+1. Critic: ``a' = mu_target(s')``, ``T_j = r + gamma (1 - terminated) Z_target(s', a'; tau'_j)``
+   for 8 fresh ``tau'``; prediction ``z_i = Z(s, a; tau_i)`` for 8 fresh ``tau``; quantile-Huber
+   loss (``kappa = 1``; sum over ``i``, mean over ``j``, mean over the batch, weighted by
+   ``_weight`` when present); clip the critic gradient norm to 0.5, Adam step on the critic.
+2. Actor, with the updated critic: ``loss = -mean_{b, i} Z(s_b, mu(s_b); tau_i)`` with 8 fresh
+   ``tau`` (risk neutral), evaluated with *detached* critic parameters so that no gradient reaches
+   the critic; clip the actor gradient norm to 0.5, Adam step on the actor.
+
+Hyperparameters (the original's, spec B9): gamma 0.99; two Adams (actor, critic), learning rate
+1e-4; gradient norm clip 0.5 per network; 8 / 8 / 8 quantile fractions (``num_tau_train``,
+``num_tau_target``, ``num_tau_actor``); ``kappa = 1``; hard target copies (actor and critic)
+every 10,000 env steps (the trainer calls :meth:`ACIQNAgent.update_targets`, which steps TorchRL's
+``HardUpdate``). Acting: ``mu(s)``, with epsilon-uniform random actions in ``[-1, 1]^2`` when
+exploring (:class:`~marinenav.policy.selectors.DeterministicSelector` in the ``PolicyWrapper``);
+no Gaussian or OU noise.
+
+Deviation from the original: timeouts (truncations) bootstrap; the original stores them as
+terminal (quirk A8). The loss itself follows the original exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from tensordict import TensorDict, TensorDictBase, TensorDictParams
+from torchrl.objectives import HardUpdate, LossModule
+
+from marinenav.agents.base import Agent, AgentConfig, check_batch
+from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
+from marinenav.policy.networks import DeterministicActor, QuantileCritic
+from marinenav.policy.selectors import DeterministicSelector
+from marinenav.policy.wrapper import PolicyWrapper
+
+
+@dataclass
+class ACIQNConfig(AgentConfig):
+    """AC-IQN hyperparameters beyond the shared ones (B2, B9)."""
+
+    num_tau_train: int = 8  # quantile fractions of the critic prediction Z(s, a; tau_i)
+    num_tau_target: int = 8  # quantile fractions of the target Z_target(s', mu'(s'); tau'_j)
+    num_tau_actor: int = 8  # quantile fractions averaged in the actor loss
+    kappa: float = 1.0  # Huber threshold of the quantile-Huber loss
+
+
+class ACIQNLoss(LossModule):
+    """The two AC-IQN losses (TorchRL ``LossModule``).
+
+    Actor and critic are registered with ``convert_to_functional(..., create_target_params=True)``:
+    online parameters in ``actor_params`` / ``critic_params`` (the networks' own parameters),
+    target parameters in ``target_actor_params`` / ``target_critic_params`` (copied by
+    ``HardUpdate``). Quantile fractions come from the global torch RNG.
+
+    :meth:`critic_loss` and :meth:`actor_loss` are separate so that the agent can step the critic
+    before it evaluates the actor loss (spec B2); ``forward`` returns both for the current
+    parameters (``loss_critic``, ``loss_actor``: 0-dim).
+    """
+
+    actor: DeterministicActor
+    actor_params: TensorDictParams
+    target_actor_params: TensorDictParams
+    critic: QuantileCritic
+    critic_params: TensorDictParams
+    target_critic_params: TensorDictParams
+
+    def __init__(
+        self,
+        actor: DeterministicActor,
+        critic: QuantileCritic,
+        *,
+        gamma: float = 0.99,
+        num_tau_train: int = 8,
+        num_tau_target: int = 8,
+        num_tau_actor: int = 8,
+        kappa: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.convert_to_functional(actor, "actor", create_target_params=True)
+        self.convert_to_functional(critic, "critic", create_target_params=True)
+        self.gamma = gamma
+        self.num_tau_train = num_tau_train
+        self.num_tau_target = num_tau_target
+        self.num_tau_actor = num_tau_actor
+        self.kappa = kappa
+
+    @staticmethod
+    def _taus(batch: TensorDictBase, n: int) -> torch.Tensor:
+        """Fresh ``tau ~ U(0, 1)`` ``[B, n]`` on the batch's device."""
+        reward = batch["next", "reward"]
+        return torch.rand(batch.shape[0], n, device=reward.device, dtype=reward.dtype)
+
+    def target_quantiles(self, batch: TensorDictBase, tau_next: torch.Tensor) -> torch.Tensor:
+        """``T_j = r + gamma (1 - terminated) Z_target(s', mu_target(s'); tau'_j)`` ``[B, N']``
+        (no gradient) at ``tau' [B, N']``."""
+        nxt = batch["next"]
+        obs = (nxt["self_state"], nxt["objects"], nxt["objects_mask"])
+        with torch.no_grad():
+            with self.target_actor_params.to_module(self.actor, preserve_module_state=False):
+                next_action = self.actor(*obs)  # [B, 2]
+            with self.target_critic_params.to_module(self.critic, preserve_module_state=False):
+                quantiles = self.critic(*obs, next_action, tau_next)  # [B, N']
+            return nxt["reward"] + bootstrap_factor(batch, self.gamma) * quantiles
+
+    def predicted_quantiles(self, batch: TensorDictBase, tau: torch.Tensor) -> torch.Tensor:
+        """Online ``Z(s, a; tau_i)`` at the stored action ``[B, N]`` for ``tau [B, N]``."""
+        with self.critic_params.to_module(self.critic, preserve_module_state=False):
+            return self.critic(
+                batch["self_state"], batch["objects"], batch["objects_mask"], batch["action"], tau
+            )
+
+    def critic_loss(self, batch: TensorDictBase) -> torch.Tensor:
+        """Quantile-Huber critic loss (0-dim). Draws ``tau [B, num_tau_train]``, then
+        ``tau' [B, num_tau_target]``. Gradients reach the online critic only."""
+        tau = self._taus(batch, self.num_tau_train)
+        tau_next = self._taus(batch, self.num_tau_target)
+        pred = self.predicted_quantiles(batch, tau)
+        target = self.target_quantiles(batch, tau_next)
+        return batch_mean(quantile_huber_loss(pred, target, tau, self.kappa), batch)
+
+    def actor_loss(self, batch: TensorDictBase) -> torch.Tensor:
+        """``-mean_{b, i} Z(s_b, mu(s_b); tau_i)`` (0-dim) for ``tau [B, num_tau_actor]``, with
+        detached critic parameters: gradients reach the online actor only."""
+        tau = self._taus(batch, self.num_tau_actor)
+        obs = (batch["self_state"], batch["objects"], batch["objects_mask"])
+        with self.actor_params.to_module(self.actor, preserve_module_state=False):
+            action = self.actor(*obs)
+        critic_params = self.critic_params.detach()
+        with critic_params.to_module(self.critic, preserve_module_state=False):
+            quantiles = self.critic(*obs, action, tau)  # [B, N]
+        return -quantiles.mean()
+
+    def forward(self, batch: TensorDictBase) -> TensorDict:
+        return TensorDict(
+            {"loss_critic": self.critic_loss(batch), "loss_actor": self.actor_loss(batch)},
+            batch_size=[],
+        )
+
+
+class ACIQNAgent(Agent):
+    """AC-IQN agent (continuous actions). ``update(batch)`` returns ``loss_critic`` and
+    ``loss_actor`` (detached, 0-dim)."""
+
+    name = "ac_iqn"
+    action_kind = "continuous"
+    config_class = ACIQNConfig
+    config: ACIQNConfig
+
+    def __init__(self, config: ACIQNConfig | None = None) -> None:
+        super().__init__(config)
+        cfg = self.config
+        self.actor = DeterministicActor(seed=cfg.seed, normalize=cfg.normalize_observations)
+        self.critic = QuantileCritic(seed=cfg.seed + 1, normalize=cfg.normalize_observations)
+        self.loss_module = ACIQNLoss(
+            self.actor, self.critic, gamma=cfg.gamma, num_tau_train=cfg.num_tau_train,
+            num_tau_target=cfg.num_tau_target, num_tau_actor=cfg.num_tau_actor, kappa=cfg.kappa,
+        )  # fmt: skip
+        # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
+        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
+        # fused Adam keeps its step counters on the parameters' device: no per-step read-back
+        self.optimizers = {
+            "actor": torch.optim.Adam(self.actor.parameters(), lr=cfg.lr, fused=True),
+            "critic": torch.optim.Adam(self.critic.parameters(), lr=cfg.lr, fused=True),
+        }
+        self.policy = PolicyWrapper(DeterministicSelector(self.actor), seed=cfg.seed)
+
+    def update_critic(self, batch: TensorDictBase) -> torch.Tensor:
+        """One critic step; returns the detached critic loss (0-dim)."""
+        loss = self.loss_module.critic_loss(batch)
+        self.step_optimizer("critic", loss, self.critic.parameters())
+        return loss.detach()
+
+    def update_actor(self, batch: TensorDictBase) -> torch.Tensor:
+        """One actor step against the current critic; returns the detached actor loss."""
+        loss = self.loss_module.actor_loss(batch)
+        self.step_optimizer("actor", loss, self.actor.parameters())
+        return loss.detach()
+
+    def update(self, batch: TensorDictBase) -> TensorDict:
+        check_batch(batch, self.action_kind)
+        loss_critic = self.update_critic(batch)
+        loss_actor = self.update_actor(batch)
+        return TensorDict({"loss_critic": loss_critic, "loss_actor": loss_actor}, batch_size=[])
+
+    def update_targets(self) -> None:
+        self.target_updater.step()

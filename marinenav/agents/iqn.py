@@ -1,0 +1,164 @@
+"""IQN (spec B3): implicit quantile networks on the 25 discrete actions.
+
+Network: the shared trunk times the cosine embedding of ``tau`` (64 cosines), two hidden layers of
+128, 25 quantile values per ``tau`` (:class:`~marinenav.policy.networks.ImplicitQuantileNetwork`,
+69,961 parameters, seeded with the agent seed).
+
+Hyperparameters (the original's, spec B9): gamma 0.99; Adam, learning rate 1e-4; gradient norm
+clipped to 0.5; 8 quantile fractions for the prediction (``num_tau_train``), 8 for the target
+(``num_tau_target``), 32 for acting (``num_tau_act``); quantile-Huber loss with ``kappa = 1``
+(sum over predicted quantiles, mean over target samples, mean over the batch); the target network
+is a hard copy every 10,000 env steps (the trainer calls :meth:`IQNAgent.update_targets`, which
+steps TorchRL's ``HardUpdate``). Acting: epsilon-greedy on the mean of 32 quantiles at
+``tau ~ U(0, cvar)`` (:class:`~marinenav.policy.selectors.QuantileSelector`).
+
+Deviation from the original (quirk B3): the original's target takes the max over actions
+separately for every target fraction ``tau'_j``. We implement the standard IQN target: the greedy
+next action ``a* = argmax_a mean_j Z_target(s', a; tau'_j)`` is chosen once per transition, then
+``T_j = r + gamma (1 - terminated) Z_target(s', a*; tau'_j)``. Timeouts (truncations) bootstrap,
+unlike the original, which stores them as terminal (quirk A8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from tensordict import TensorDict, TensorDictBase, TensorDictParams
+from torchrl.objectives import HardUpdate, LossModule
+
+from marinenav.agents.base import Agent, AgentConfig, check_batch
+from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
+from marinenav.policy.networks import ImplicitQuantileNetwork
+from marinenav.policy.selectors import QuantileSelector
+from marinenav.policy.wrapper import PolicyWrapper
+
+
+@dataclass
+class IQNConfig(AgentConfig):
+    """IQN hyperparameters beyond the shared ones (B3, B9)."""
+
+    num_tau_train: int = 8  # quantile fractions of the prediction Z(s, a; tau_i)
+    num_tau_target: int = 8  # quantile fractions of the target Z_target(s', a*; tau'_j)
+    num_tau_act: int = 32  # quantile fractions averaged for action selection
+    kappa: float = 1.0  # Huber threshold of the quantile-Huber loss
+
+
+def iqn_target(
+    next_quantiles: torch.Tensor, reward: torch.Tensor, bootstrap: torch.Tensor
+) -> torch.Tensor:
+    """Standard IQN target samples.
+
+    Args:
+        next_quantiles: target-network quantiles ``Z_target(s', a; tau'_j)`` ``[B, N', A]``.
+        reward: ``[B, 1]``.
+        bootstrap: ``discount (1 - terminated)`` ``[B, 1]``.
+
+    Returns:
+        ``T_j = r + bootstrap Z_target(s', a*; tau'_j)`` ``[B, N']`` with
+        ``a* = argmax_a mean_j Z_target(s', a; tau'_j)`` (one action per transition, not a max
+        per ``tau'_j`` as in the original).
+    """
+    best = next_quantiles.mean(dim=-2).argmax(dim=-1)  # [B]
+    index = best.view(-1, 1, 1).expand(-1, next_quantiles.shape[-2], 1)
+    chosen = next_quantiles.gather(-1, index).squeeze(-1)  # [B, N']
+    return reward + bootstrap * chosen
+
+
+class IQNLoss(LossModule):
+    """Quantile-Huber loss of IQN with a target network (TorchRL ``LossModule``).
+
+    The network is registered with ``convert_to_functional(..., create_target_params=True)``:
+    online parameters in ``network_params`` (the network's own parameters), target parameters in
+    ``target_network_params`` (copied by ``HardUpdate``).
+
+    ``forward(batch [B])`` draws ``tau [B, num_tau_train]`` and then
+    ``tau' [B, num_tau_target]`` from the global torch RNG (in that order) and returns a
+    TensorDict with ``loss`` (0-dim, batch mean, weighted by ``_weight`` when present).
+    """
+
+    network: ImplicitQuantileNetwork
+    network_params: TensorDictParams
+    target_network_params: TensorDictParams
+
+    def __init__(
+        self,
+        network: ImplicitQuantileNetwork,
+        *,
+        gamma: float = 0.99,
+        num_tau_train: int = 8,
+        num_tau_target: int = 8,
+        kappa: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.convert_to_functional(network, "network", create_target_params=True)
+        self.gamma = gamma
+        self.num_tau_train = num_tau_train
+        self.num_tau_target = num_tau_target
+        self.kappa = kappa
+
+    def predicted_quantiles(self, batch: TensorDictBase, tau: torch.Tensor) -> torch.Tensor:
+        """Online ``Z(s, a; tau_i)`` at the taken action: ``tau [B, N]`` -> ``[B, N]``."""
+        with self.network_params.to_module(self.network, preserve_module_state=False):
+            quantiles = self.network(
+                batch["self_state"], batch["objects"], batch["objects_mask"], tau
+            )  # [B, N, 25]
+        action = batch["action"].view(-1, 1, 1).expand(-1, tau.shape[-1], 1)
+        return quantiles.gather(-1, action).squeeze(-1)
+
+    def target_quantiles(self, batch: TensorDictBase, tau_next: torch.Tensor) -> torch.Tensor:
+        """Target samples ``T_j`` (no gradient): ``tau' [B, N']`` -> ``[B, N']`` (see
+        :func:`iqn_target`)."""
+        nxt = batch["next"]
+        with (
+            torch.no_grad(),
+            self.target_network_params.to_module(self.network, preserve_module_state=False),
+        ):
+            quantiles = self.network(
+                nxt["self_state"], nxt["objects"], nxt["objects_mask"], tau_next
+            )  # [B, N', 25]
+        return iqn_target(quantiles, nxt["reward"], bootstrap_factor(batch, self.gamma))
+
+    def forward(self, batch: TensorDictBase) -> TensorDict:
+        reward = batch["next", "reward"]
+        shape, options = (batch.shape[0],), {"device": reward.device, "dtype": reward.dtype}
+        tau = torch.rand(*shape, self.num_tau_train, **options)
+        tau_next = torch.rand(*shape, self.num_tau_target, **options)
+        pred = self.predicted_quantiles(batch, tau)
+        target = self.target_quantiles(batch, tau_next)
+        loss = batch_mean(quantile_huber_loss(pred, target, tau, self.kappa), batch)
+        return TensorDict({"loss": loss}, batch_size=[])
+
+
+class IQNAgent(Agent):
+    """IQN agent (discrete actions). ``update(batch)`` returns ``{"loss_q": 0-dim}``."""
+
+    name = "iqn"
+    action_kind = "discrete"
+    config_class = IQNConfig
+    config: IQNConfig
+
+    def __init__(self, config: IQNConfig | None = None) -> None:
+        super().__init__(config)
+        cfg = self.config
+        self.network = ImplicitQuantileNetwork(seed=cfg.seed, normalize=cfg.normalize_observations)
+        self.loss_module = IQNLoss(
+            self.network, gamma=cfg.gamma, num_tau_train=cfg.num_tau_train,
+            num_tau_target=cfg.num_tau_target, kappa=cfg.kappa,
+        )  # fmt: skip
+        # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
+        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
+        # fused Adam keeps its step counter on the parameters' device: no per-step read-back
+        self.optimizers = {"q": torch.optim.Adam(self.network.parameters(), lr=cfg.lr, fused=True)}
+        self.policy = PolicyWrapper(
+            QuantileSelector(self.network, num_tau=cfg.num_tau_act), seed=cfg.seed
+        )
+
+    def update(self, batch: TensorDictBase) -> TensorDict:
+        check_batch(batch, self.action_kind)
+        loss = self.loss_module(batch)["loss"]
+        self.step_optimizer("q", loss, self.network.parameters())
+        return TensorDict({"loss_q": loss.detach()}, batch_size=[])
+
+    def update_targets(self) -> None:
+        self.target_updater.step()

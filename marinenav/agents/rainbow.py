@@ -1,0 +1,395 @@
+"""Rainbow (spec B7): C51 distributional Q-learning with dueling streams, factorised-Gaussian
+noisy layers, double-Q targets, n-step returns and prioritized replay.
+
+Network (:class:`RainbowNetwork`, 540,428 trainable parameters counting noisy ``mu`` and
+``sigma``): the shared trunk (plain ``Linear`` encoders) -> 256 features; a value stream
+``Noisy(256, 128)`` + ReLU, ``Noisy(128, 128)`` + ReLU, ``Noisy(128, atoms)`` and an advantage
+stream ``Noisy(256, 128)`` + ReLU, ``Noisy(128, 128)`` + ReLU, ``Noisy(128, 25 * atoms)``;
+``q = v + a - mean_a(a)`` per atom, log-softmax over the atoms: ``[..., 25, atoms]``.
+
+Noisy layers are TorchRL's ``NoisyLinear`` (its initialisation is the spec's:
+``mu ~ U(+-1/sqrt(in))``, ``sigma_w = std/sqrt(in)``, ``sigma_b = std/sqrt(out)``, factorised noise
+``f(x) = sign(x) sqrt|x|``), subclassed so that the noise is drawn from a given
+``torch.Generator`` and switched on or off per call (TorchRL's switches on the exploration type).
+
+Loss (:class:`RainbowLoss`, a TorchRL ``LossModule``; TorchRL's ``DistributionalDQNLoss`` reads
+values back to the host, moves tensors to the CPU and has no double-Q choice, so it is not used):
+
+1. ``a* = argmax_a sum_z z p_online(s', a)`` (double Q; ``s'`` is the state ``n`` steps later);
+2. ``p' = p_target(s', a*)`` with freshly sampled target noise;
+3. ``Tz = clamp(R + (1 - terminated) * discount * z, v_min, v_max)`` with ``discount`` the
+   batch's ``"discount"`` ``[B, 1]`` (``gamma ** m`` of an ``m``-step return), default
+   ``gamma ** n_step``; truncated transitions bootstrap, terminated ones do not;
+4. projection onto the support, ``m_i = sum_j p'_j max(0, 1 - |b_j - i|)`` with
+   ``b = (Tz - v_min) / dz``: the same numbers as the original's floor / ceil projection with its
+   ``l = u`` fix (mass of an atom landing on a support point goes to that point), written as one
+   dense, deterministic kernel (no scatter, no boolean indexing);
+5. ``loss_i = -sum_z m log p_online(s, a)``; the optimised loss is ``mean_i(w_i loss_i)`` with
+   ``w = "_weight"`` ``[B]`` (importance weights; 1 when absent);
+6. new priorities ``loss_i ** priority_exponent`` (detached), returned by
+   :meth:`RainbowAgent.update` under ``"priority"`` ``[B]``.
+
+Gradient norm clipped to 0.5, Adam 1e-4 (fused: no host read of its step counters); the target
+network is a hard copy (TorchRL's ``HardUpdate``; parameters only, not the noise buffers) when
+the trainer calls :meth:`RainbowAgent.update_targets`. Acting (:class:`DistributionalSelector`):
+``argmax_a sum_z z p(s, a)``; exploring, the noise is resampled from the policy's generator at
+every call (one noise sample for the whole batch of robots) and the ``PolicyWrapper`` adds
+epsilon-greedy on top; evaluation (``explore=False``) uses the mean weights.
+
+Hyperparameters (:class:`RainbowConfig`, B7 / B9): 51 atoms, support ``[-10, 10]``, noisy
+``std_init = 0.05``, ``n = 3``, gamma 0.99, priority exponent 0.5, importance exponent
+``beta = 0.4`` (fixed; used by the replay sampler), Adam 1e-4, clip 0.5, seed 100.
+
+Replay: ``"priority"`` already carries the exponent (``loss ** 0.5``, the original's stored
+mass), so the prioritized sampler must use it as is:
+``DevicePrioritizedSampler(capacity, alpha=1.0, beta=config.importance_beta)``
+(``marinenav.training.prioritized``); ``alpha=0.5`` there would sample by ``loss ** 0.25``.
+
+Deviations from the original (standard Rainbow instead of its quirks):
+
+* the support is ``[-10, 10]`` by default: the original's ``[-1, 1]`` clamps every return
+  (quirk B7); ``v_min`` / ``v_max`` are configurable, ``RainbowConfig(v_min=-1, v_max=1)`` is
+  the original;
+* the online network's noise is resampled at every update (the original sampled it once at
+  construction and never again, quirk B7); the target noise is resampled at every update as in
+  the original;
+* n-step returns are per robot (``marinenav.training.nstep``), not the original's interleaving
+  of all robots in one sequential memory (quirk B7); truncated returns bootstrap (quirk A8);
+* exploring actions resample the noise per call from the policy's generator, so acting is
+  reproducible from the policy seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictParams
+from torch import nn
+from torchrl.modules import NoisyLinear as TorchRLNoisyLinear
+from torchrl.objectives import HardUpdate, LossModule
+
+from marinenav.agents.base import Agent, AgentConfig, check_batch, make_adam
+from marinenav.policy.networks import FEATURES, HIDDEN, ObservationEncoder, seeded
+from marinenav.policy.selectors import ActionSelector
+from marinenav.policy.wrapper import PolicyWrapper
+from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
+
+
+@dataclass
+class RainbowConfig(AgentConfig):
+    """Rainbow's hyperparameters (B7, B9) on top of the shared ones."""
+
+    atoms: int = 51  # atoms of the categorical return distribution
+    v_min: float = -10.0  # support bounds (the original: -1, 1; see the module docstring)
+    v_max: float = 10.0
+    noisy_std: float = 0.05  # std_init of the factorised-Gaussian noisy layers
+    n_step: int = 3  # n of the n-step returns (default discount gamma ** n_step)
+    priority_exponent: float = 0.5  # priorities are loss ** priority_exponent
+    importance_beta: float = 0.4  # importance-sampling exponent of the replay (fixed)
+
+
+class NoisyLinear(TorchRLNoisyLinear):
+    """TorchRL's factorised-Gaussian ``NoisyLinear`` (same parameters, buffers and
+    initialisation) with the noise drawn from a ``torch.Generator`` and switched per call.
+
+    ``forward(x, noise)``: ``noise=True`` uses ``mu + sigma * eps``, ``False`` the mean weights
+    ``mu``, ``None`` follows the module's training mode.
+    """
+
+    def __init__(self, in_features: int, out_features: int, std_init: float = 0.05) -> None:
+        super().__init__(in_features, out_features, std_init=std_init,
+                         use_exploration_type=False)  # fmt: skip
+
+    @torch.no_grad()
+    def reset_noise(self, generator: torch.Generator | None = None) -> None:
+        """Resample ``eps_w = f(e_out) f(e_in)^T`` and ``eps_b = f(e_out)``,
+        ``f(x) = sign(x) sqrt|x|``, ``e ~ N(0, 1)`` (in-place: the buffers are made once)."""
+        eps_in = self._factor(self.in_features, generator)
+        eps_out = self._factor(self.out_features, generator)
+        self.weight_epsilon.copy_(torch.outer(eps_out, eps_in))
+        self.bias_epsilon.copy_(eps_out)
+
+    def _factor(self, size: int, generator: torch.Generator | None) -> torch.Tensor:
+        x = torch.randn(size, generator=generator, device=self.weight_mu.device,
+                        dtype=self.weight_mu.dtype)  # fmt: skip
+        return x.sign() * x.abs().sqrt()
+
+    def forward(self, x: torch.Tensor, noise: bool | None = None) -> torch.Tensor:
+        if noise is None:
+            noise = self.training
+        if noise:
+            weight = self.weight_mu + self.weight_sigma * self.weight_epsilon
+            bias = self.bias_mu + self.bias_sigma * self.bias_epsilon
+            return F.linear(x, weight, bias)
+        return F.linear(x, self.weight_mu, self.bias_mu)
+
+
+class NoisyStream(nn.Module):
+    """Noisy layers with ReLU between them; ``forward(x, noise)`` passes ``noise`` down."""
+
+    def __init__(self, *sizes: int, std_init: float) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            NoisyLinear(n_in, n_out, std_init)
+            for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True)
+        )
+
+    def forward(self, x: torch.Tensor, noise: bool | None = None) -> torch.Tensor:
+        for i, layer in enumerate(self.layers):
+            x = layer(x, noise)
+            if i < len(self.layers) - 1:
+                x = torch.relu(x)
+        return x
+
+
+class RainbowNetwork(nn.Module):
+    """Dueling C51 network with noisy streams (B7): log-probabilities ``[..., 25, atoms]``.
+
+    Args:
+        seed: initialisation seed (parameters and the first noise sample).
+        normalize: scale the observation inputs (see ``ObservationEncoder``).
+        atoms, v_min, v_max: the support ``z = linspace(v_min, v_max, atoms)`` (a buffer).
+        noisy_std: ``std_init`` of the noisy layers.
+    """
+
+    def __init__(
+        self,
+        seed: int | None = None,
+        normalize: bool = False,
+        atoms: int = 51,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+        noisy_std: float = 0.05,
+    ) -> None:
+        super().__init__()
+        if atoms < 2 or not v_max > v_min:
+            raise ValueError("need atoms >= 2 and v_max > v_min")
+        self.atoms = atoms
+        self.v_min, self.v_max = float(v_min), float(v_max)
+        with seeded(seed):
+            self.encoder = ObservationEncoder(normalize)
+            self.value = NoisyStream(FEATURES, HIDDEN, HIDDEN, atoms, std_init=noisy_std)
+            self.advantage = NoisyStream(
+                FEATURES, HIDDEN, HIDDEN, NUM_DISCRETE_ACTIONS * atoms, std_init=noisy_std
+            )
+        self.register_buffer("support", torch.linspace(v_min, v_max, atoms))
+
+    def forward(
+        self,
+        self_state: torch.Tensor,
+        objects: torch.Tensor,
+        objects_mask: torch.Tensor,
+        noise: bool | None = None,
+    ) -> torch.Tensor:
+        """Log-probabilities ``[..., 25, atoms]`` of the return distribution of every action
+        (``noise``: see :class:`NoisyLinear`)."""
+        features = self.encoder(self_state, objects, objects_mask)
+        value = self.value(features, noise).unsqueeze(-2)  # [..., 1, atoms]
+        advantage = self.advantage(features, noise)
+        advantage = advantage.unflatten(-1, (NUM_DISCRETE_ACTIONS, self.atoms))
+        q = value + advantage - advantage.mean(dim=-2, keepdim=True)
+        return torch.log_softmax(q, dim=-1)
+
+    def expected_value(self, log_probs: torch.Tensor) -> torch.Tensor:
+        """``sum_z z p(s, a)``: ``[..., 25, atoms]`` log-probabilities -> ``[..., 25]``."""
+        return (log_probs.exp() * self.support.to(log_probs.dtype)).sum(dim=-1)
+
+    @torch.no_grad()
+    def reset_noise(self, generator: torch.Generator | None = None) -> None:
+        """Resample the noise of every noisy layer (value stream first, in layer order)."""
+        for module in self.modules():
+            if isinstance(module, NoisyLinear):
+                module.reset_noise(generator)
+
+
+def project_distribution(
+    probs: torch.Tensor,
+    target_support: torch.Tensor,
+    v_min: float,
+    v_max: float,
+    atom_index: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Categorical projection of C51: probabilities ``probs [B, A]`` sitting at the (unclamped)
+    points ``target_support [B, A]`` onto the fixed support ``linspace(v_min, v_max, A)``.
+
+    Returns ``m [B, A]`` with ``m_i = sum_j p_j max(0, 1 - |b_j - i|)``,
+    ``b = (clamp(Tz, v_min, v_max) - v_min) / dz``: a point between two atoms is split linearly,
+    a point on an atom (including both ends) gives that atom all its mass. ``atom_index``:
+    ``arange(A)`` (pass one made once to avoid rebuilding it).
+    """
+    atoms = probs.shape[-1]
+    dz = (v_max - v_min) / (atoms - 1)
+    b = (target_support.clamp(v_min, v_max) - v_min) / dz  # [B, A] in [0, A - 1]
+    if atom_index is None:
+        atom_index = torch.arange(atoms, device=probs.device)
+    grid = atom_index.to(b.dtype)
+    kernel = (1.0 - (b.unsqueeze(-1) - grid).abs()).clamp(min=0.0)  # [B, A_src, A_dst]
+    return (probs.unsqueeze(-1) * kernel).sum(dim=-2)
+
+
+class RainbowLoss(LossModule):
+    """Double-Q C51 cross-entropy with importance weights (see the module docstring).
+
+    ``forward(batch)`` returns a TensorDict (batch size ``[]``) with ``"loss"`` (0-dim, to be
+    minimised), ``"loss_per_sample"`` ``[B]`` (detached) and ``"priority"`` ``[B]``
+    (``loss_per_sample ** priority_exponent``). It uses the networks' current noise: call
+    :meth:`resample_noise` first (as :meth:`RainbowAgent.update` does).
+    """
+
+    value_network: RainbowNetwork
+    value_network_params: TensorDictParams
+    target_value_network_params: TensorDictParams
+
+    def __init__(
+        self, network: RainbowNetwork, *, gamma: float, n_step: int, priority_exponent: float
+    ) -> None:
+        super().__init__()
+        self.convert_to_functional(network, "value_network", create_target_params=True)
+        self.default_discount = float(gamma) ** int(n_step)
+        self.priority_exponent = float(priority_exponent)
+        self.v_min, self.v_max = network.v_min, network.v_max
+        self.register_buffer("support", network.support.detach().clone())
+        self.register_buffer("atom_index", torch.arange(network.atoms))
+
+    @torch.no_grad()
+    def resample_noise(self, generator: torch.Generator | None = None) -> None:
+        """Fresh noise for the online network, then for the target network."""
+        self.value_network.reset_noise(generator)
+        with self.target_value_network_params.to_module(self.value_network):
+            self.value_network.reset_noise(generator)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDict:
+        net = self.value_network
+        obs = [tensordict.get(key) for key in ("self_state", "objects", "objects_mask")]
+        nxt = tensordict.get("next")
+        next_obs = [nxt.get(key) for key in ("self_state", "objects", "objects_mask")]
+        action = tensordict.get("action")  # [B] int64
+
+        log_probs = net(*obs, noise=True)  # online, with gradient: [B, 25, A]
+        index = action.view(-1, 1, 1).expand(-1, 1, log_probs.shape[-1])
+        log_p_taken = log_probs.gather(-2, index).squeeze(-2)  # [B, A]
+
+        with torch.no_grad():
+            best = net.expected_value(net(*next_obs, noise=True)).argmax(dim=-1)  # double Q
+            with self.target_value_network_params.to_module(net):
+                next_log_probs = net(*next_obs, noise=True)
+            index = best.view(-1, 1, 1).expand(-1, 1, next_log_probs.shape[-1])
+            next_probs = next_log_probs.gather(-2, index).squeeze(-2).exp()  # [B, A]
+            reward = nxt.get("reward").reshape(-1, 1).to(next_probs.dtype)
+            nonterminal = 1.0 - nxt.get("terminated").reshape(-1, 1).to(next_probs.dtype)
+            discount = tensordict.get("discount", None)
+            if discount is None:
+                discount = self.default_discount
+            else:
+                discount = discount.reshape(-1, 1).to(next_probs.dtype)
+            support = self.support.to(next_probs.dtype)
+            target_support = reward + nonterminal * discount * support  # [B, A]
+            target = project_distribution(
+                next_probs, target_support, self.v_min, self.v_max, self.atom_index
+            )
+
+        per_sample = -(target * log_p_taken).sum(dim=-1)  # [B]
+        weight = tensordict.get("_weight", None)
+        if weight is None:
+            loss = per_sample.mean()
+        else:
+            loss = (weight.reshape(-1).to(per_sample.dtype) * per_sample).mean()
+        detached = per_sample.detach()
+        return TensorDict(
+            {
+                "loss": loss,
+                "loss_per_sample": detached,
+                "priority": detached.clamp(min=0.0).pow(self.priority_exponent),
+            },
+            batch_size=[],
+        )
+
+
+class DistributionalSelector(ActionSelector):
+    """``argmax_a sum_z z p(s, a)`` of a :class:`RainbowNetwork`.
+
+    Exploring (``explore=True``), the network's noise is resampled from ``generator`` at every
+    call (one noise sample shared by the whole batch) and the noisy weights are used; otherwise
+    the mean weights (no noise), deterministic. The online network's noise buffers are shared
+    with the loss, which resamples them before every update.
+    """
+
+    action_kind = "discrete"
+
+    def __init__(self, network: RainbowNetwork) -> None:
+        super().__init__()
+        self.network = network
+
+    def forward(self, self_state, objects, objects_mask, *, explore, cvar, generator):
+        if explore:
+            self.network.reset_noise(generator)
+        log_probs = self.network(self_state, objects, objects_mask, noise=bool(explore))
+        return self.network.expected_value(log_probs).argmax(dim=-1)
+
+
+class RainbowAgent(Agent):
+    """Rainbow (B7). ``update(batch)`` resamples the online and target noise, takes one Adam
+    step on the C51 loss and returns ``{"loss_q": 0-dim, "priority": [B]}`` (detached; feed
+    ``priority`` to the prioritized replay at the batch's ``"index"``)."""
+
+    name = "rainbow"
+    action_kind = "discrete"
+    config_class = RainbowConfig
+
+    def __init__(self, config: RainbowConfig | None = None) -> None:
+        super().__init__(config)
+        cfg = self.config
+        self.network = RainbowNetwork(
+            seed=cfg.seed, normalize=cfg.normalize_observations, atoms=cfg.atoms,
+            v_min=cfg.v_min, v_max=cfg.v_max, noisy_std=cfg.noisy_std,
+        )  # fmt: skip
+        self.loss_module = RainbowLoss(
+            self.network, gamma=cfg.gamma, n_step=cfg.n_step,
+            priority_exponent=cfg.priority_exponent,
+        )  # fmt: skip
+        # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
+        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
+        self.optimizers = {"q": make_adam(self.network.parameters(), cfg.lr)}  # fused
+        self.policy = PolicyWrapper(DistributionalSelector(self.network), seed=cfg.seed)
+        self._noise_seed = cfg.seed + 1  # the update noise stream, apart from the policy's
+        self._generators: dict[torch.device, torch.Generator] = {}
+
+    def noise_generator(self, device: torch.device) -> torch.Generator:
+        """The random stream of the update noise on ``device`` (made once per device)."""
+        if device not in self._generators:
+            generator = torch.Generator(device=device).manual_seed(self._noise_seed)
+            self._generators[device] = generator
+        return self._generators[device]
+
+    def update(self, batch: TensorDictBase) -> TensorDict:
+        check_batch(batch, self.action_kind)
+        device = self.network.support.device
+        self.loss_module.resample_noise(self.noise_generator(device))
+        losses = self.loss_module(batch)
+        self.step_optimizer("q", losses["loss"], self.network.parameters())
+        return TensorDict(
+            {"loss_q": losses["loss"].detach(), "priority": losses["priority"]}, batch_size=[]
+        )
+
+    def update_targets(self) -> None:
+        self.target_updater.step()
+
+
+def parameter_count(network: nn.Module) -> int:
+    """Trainable parameters (noisy layers count ``mu`` and ``sigma``)."""
+    return sum(p.numel() for p in network.parameters() if p.requires_grad)
+
+
+__all__ = [
+    "DistributionalSelector",
+    "NoisyLinear",
+    "RainbowAgent",
+    "RainbowConfig",
+    "RainbowLoss",
+    "RainbowNetwork",
+    "parameter_count",
+    "project_distribution",
+]

@@ -1,0 +1,174 @@
+"""AC-IQN (spec B2): parameter counts, both losses against their written-out definitions, which
+network each step moves (critic step: critic only; actor step: actor only, no critic gradient),
+update order, target copies, acting, no host read-backs, and learning the tiny problem."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict
+
+from marinenav.agents.ac_iqn import ACIQNAgent, ACIQNConfig
+from tests.agent_utils import observation, training_batch
+from tests.learning_utils import random_return, train_briefly
+from tests.test_no_host_sync import count_read_backs
+
+
+def snapshot(module: torch.nn.Module) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def unchanged(module: torch.nn.Module, before: list[torch.Tensor]) -> bool:
+    return all(torch.equal(p, b) for p, b in zip(module.parameters(), before, strict=True))
+
+
+def values(params) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in params.values(True, True)]
+
+
+def test_parameter_counts_match_the_original() -> None:
+    agent = ACIQNAgent()
+    assert sum(p.numel() for p in agent.actor.parameters()) == 50_354
+    assert sum(p.numel() for p in agent.critic.parameters()) == 67_249
+
+
+def test_networks_are_seeded_as_in_the_original() -> None:
+    a, b = ACIQNAgent(), ACIQNAgent()
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    # critic uses seed + 1: its trunk differs from the actor's
+    assert not torch.equal(a.actor.encoder.self_layer.weight, a.critic.encoder.self_layer.weight)
+
+
+def quantile_huber(pred, target, tau):
+    delta = target[:, None, :] - pred[:, :, None]
+    huber = torch.where(delta.abs() <= 1, 0.5 * delta**2, delta.abs() - 0.5)
+    return ((tau[:, :, None] - (delta < 0).float()).abs() * huber).mean(-1).sum(-1).mean()
+
+
+def test_critic_loss_matches_the_written_out_definition() -> None:
+    agent = ACIQNAgent()  # targets start as copies of the online networks (B1.4)
+    batch = training_batch(16, "continuous")
+    nxt = batch["next"]
+    obs = (batch["self_state"], batch["objects"], batch["objects_mask"])
+    next_obs = (nxt["self_state"], nxt["objects"], nxt["objects_mask"])
+    torch.manual_seed(7)
+    tau, tau_next = torch.rand(16, 8), torch.rand(16, 8)  # the loss's draw order
+    with torch.no_grad():
+        z = agent.critic(*obs, batch["action"], tau)
+        z_next = agent.critic(*next_obs, agent.actor(*next_obs), tau_next)
+        # terminated transitions do not bootstrap, truncated ones do
+        target = nxt["reward"] + 0.99 * (~nxt["terminated"]).float() * z_next
+        expected = quantile_huber(z, target, tau)
+    torch.manual_seed(7)
+    torch.testing.assert_close(agent.loss_module.critic_loss(batch), expected)
+
+
+def test_terminated_transitions_do_not_bootstrap_and_truncated_ones_do() -> None:
+    agent = ACIQNAgent()
+    batch = training_batch(64, "continuous", seed=1)
+    nxt = batch["next"]
+    terminated = nxt["terminated"].squeeze(-1)
+    truncated = nxt["done"].squeeze(-1) & ~terminated
+    assert terminated.any() and truncated.any()
+    target = agent.loss_module.target_quantiles(batch, torch.rand(64, 8))
+    reward = nxt["reward"].expand(-1, 8)
+    assert torch.equal(target[terminated], reward[terminated])
+    assert (target[truncated] != reward[truncated]).all()
+
+
+def test_actor_loss_is_minus_the_mean_quantile_of_the_actor_action() -> None:
+    agent = ACIQNAgent()
+    batch = training_batch(16, "continuous")
+    obs = (batch["self_state"], batch["objects"], batch["objects_mask"])
+    torch.manual_seed(3)
+    tau = torch.rand(16, 8)
+    with torch.no_grad():
+        expected = -agent.critic(*obs, agent.actor(*obs), tau).mean()
+    torch.manual_seed(3)
+    torch.testing.assert_close(agent.loss_module.actor_loss(batch), expected)
+
+
+def test_critic_step_moves_only_the_critic() -> None:
+    agent = ACIQNAgent()
+    actor, critic = snapshot(agent.actor), snapshot(agent.critic)
+    targets = values(agent.loss_module.target_actor_params) + values(
+        agent.loss_module.target_critic_params
+    )
+    agent.update_critic(training_batch(32, "continuous"))
+    assert unchanged(agent.actor, actor)
+    assert not unchanged(agent.critic, critic)
+    assert all(p.grad is None for p in agent.actor.parameters())  # the target actor has no grad
+    after = values(agent.loss_module.target_actor_params) + values(
+        agent.loss_module.target_critic_params
+    )
+    assert all(torch.equal(a, b) for a, b in zip(after, targets, strict=True))
+
+
+def test_actor_step_moves_only_the_actor_and_leaves_no_critic_gradient() -> None:
+    agent = ACIQNAgent()
+    batch = training_batch(32, "continuous")
+    agent.update_critic(batch)
+    agent.optimizers["critic"].zero_grad(set_to_none=True)
+    actor, critic = snapshot(agent.actor), snapshot(agent.critic)
+    agent.update_actor(batch)
+    assert unchanged(agent.critic, critic)
+    assert all(p.grad is None for p in agent.critic.parameters())
+    assert not unchanged(agent.actor, actor)
+
+
+def test_update_steps_the_critic_then_the_actor_against_the_updated_critic() -> None:
+    batch = training_batch(32, "continuous")
+    first, second = ACIQNAgent(), ACIQNAgent()  # identical (seeded) networks
+    torch.manual_seed(0)
+    losses = first.update(batch)
+    assert set(losses.keys()) == {"loss_critic", "loss_actor"}
+    assert all(v.dim() == 0 and not v.requires_grad for v in losses.values())
+    torch.manual_seed(0)
+    torch.testing.assert_close(losses["loss_critic"], second.update_critic(batch))
+    torch.testing.assert_close(losses["loss_actor"], second.loss_module.actor_loss(batch))
+
+
+def test_targets_are_untouched_by_update_and_copied_exactly_by_update_targets() -> None:
+    agent = ACIQNAgent()
+    loss = agent.loss_module
+    pairs = ((loss.actor_params, loss.target_actor_params),
+             (loss.critic_params, loss.target_critic_params))  # fmt: skip
+    for online, target in pairs:
+        assert all(torch.equal(a, b) for a, b in zip(values(online), values(target), strict=True))
+    before = [values(target) for _, target in pairs]
+    for seed in range(3):
+        agent.update(training_batch(32, "continuous", seed=seed))
+    for (online, target), old in zip(pairs, before, strict=True):
+        assert all(torch.equal(a, b) for a, b in zip(values(target), old, strict=True))
+        assert any(not torch.equal(a, b) for a, b in zip(values(online), old, strict=True))
+    agent.update_targets()
+    for online, target in pairs:
+        assert all(torch.equal(a, b) for a, b in zip(values(online), values(target), strict=True))
+
+
+def test_policy_acts_with_the_actor_when_deterministic() -> None:
+    agent = ACIQNAgent()
+    obs = observation(12, torch.Generator().manual_seed(0))
+    td = TensorDict({"agents": {k: v.reshape(3, 4, *v.shape[1:]) for k, v in obs.items()}}, [3])
+    agent.policy.eval()
+    action = agent.policy(td)["agents", "action"]
+    assert action.shape == (3, 4, 2)
+    with torch.no_grad():
+        expected = agent.actor(obs["self_state"], obs["objects"], obs["objects_mask"])
+    torch.testing.assert_close(action.reshape(12, 2), expected)
+    assert (action.abs() < 1).all()
+
+
+def test_update_reads_nothing_back_to_the_host() -> None:
+    agent = ACIQNAgent()
+    batch = training_batch(64, "continuous")
+    agent.update(batch)  # optimiser state created outside the counted block
+    with count_read_backs() as counts:
+        for _ in range(3):
+            agent.update(batch)
+    assert sum(counts.values()) == 0, dict(counts)
+
+
+def test_learns_the_tiny_problem() -> None:
+    agent = ACIQNAgent(ACIQNConfig(lr=1e-3, normalize_observations=True))
+    trained = train_briefly(agent)
+    assert trained > random_return("continuous") + 8.0

@@ -1,0 +1,207 @@
+"""IQN (spec B3) and the quantile-Huber loss (B2): parameter count, the loss on a hand-computed
+example and against an explicit double loop, the standard (argmax of the mean) target,
+terminated / truncated handling, target copies, acting, no host read-backs, and learning the tiny
+problem."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from marinenav.agents.iqn import IQNAgent, IQNConfig, iqn_target
+from marinenav.agents.quantile import quantile_huber_loss
+from tests.agent_utils import observation, training_batch
+from tests.learning_utils import random_return, train_briefly
+from tests.test_no_host_sync import count_read_backs
+
+
+def test_parameter_count_matches_the_original() -> None:
+    assert sum(p.numel() for p in IQNAgent().network.parameters()) == 69_961
+
+
+# ---------------------------------------------------------------- quantile-Huber loss
+
+
+def test_quantile_huber_loss_on_a_hand_computed_example() -> None:
+    # z = (0, 1) at tau = (0.25, 0.75); targets T = (0.5, 3). delta_ij = T_j - z_i:
+    #   i = 0: ( 0.5, 3)  both >= 0: weight |0.25 - 0| = 0.25
+    #   i = 1: (-0.5, 2)  weights |0.75 - 1| = 0.25 and |0.75 - 0| = 0.75
+    pred = torch.tensor([[0.0, 1.0]])
+    target = torch.tensor([[0.5, 3.0]])
+    tau = torch.tensor([[0.25, 0.75]])
+    # kappa = 1: L(0.5) = 0.125, L(3) = 3 - 0.5 = 2.5 (|delta| > kappa), L(-0.5) = 0.125,
+    # L(2) = 1.5. Row means: (0.25 * 0.125 + 0.25 * 2.5) / 2 = 0.328125,
+    # (0.25 * 0.125 + 0.75 * 1.5) / 2 = 0.578125; sum 0.90625.
+    loss = quantile_huber_loss(pred, target, tau, kappa=1.0)
+    assert loss.shape == (1,)
+    torch.testing.assert_close(loss, torch.tensor([0.90625]))
+    # kappa = 2: L(0.5) = 0.125, L(3) = 2 (3 - 1) = 4, L(2) = 0.5 * 4 = 2 (|delta| = kappa);
+    # divided by kappa: row means (0.25 * 0.0625 + 0.25 * 2) / 2 = 0.2578125,
+    # (0.25 * 0.0625 + 0.75 * 1) / 2 = 0.3828125; sum 0.640625.
+    torch.testing.assert_close(
+        quantile_huber_loss(pred, target, tau, kappa=2.0), torch.tensor([0.640625])
+    )
+
+
+def slow_quantile_huber(pred, target, tau, kappa):
+    """The definition, one (b, i, j) at a time."""
+    batch, n, n_target = pred.shape[0], pred.shape[1], target.shape[1]
+    losses = []
+    for b in range(batch):
+        total = pred.new_zeros(())
+        for i in range(n):
+            row = pred.new_zeros(())
+            for j in range(n_target):
+                delta = target[b, j] - pred[b, i]
+                if delta.abs() <= kappa:
+                    huber = 0.5 * delta**2
+                else:
+                    huber = kappa * (delta.abs() - 0.5 * kappa)
+                indicator = 1.0 if delta < 0 else 0.0
+                row = row + (tau[b, i] - indicator).abs() * huber / kappa
+            total = total + row / n_target
+        losses.append(total)
+    return torch.stack(losses)
+
+
+@pytest.mark.parametrize("kappa", [1.0, 0.7])
+def test_quantile_huber_loss_matches_the_explicit_double_loop(kappa: float) -> None:
+    gen = torch.Generator().manual_seed(3)
+    pred = (torch.randn(3, 4, generator=gen, dtype=torch.float64) * 2).requires_grad_()
+    target = torch.randn(3, 5, generator=gen, dtype=torch.float64) * 2
+    tau = torch.rand(3, 4, generator=gen, dtype=torch.float64)
+    fast = quantile_huber_loss(pred, target, tau, kappa)
+    (grad_fast,) = torch.autograd.grad(fast.sum(), pred)
+    slow = slow_quantile_huber(pred, target, tau, kappa)
+    (grad_slow,) = torch.autograd.grad(slow.sum(), pred)
+    torch.testing.assert_close(fast, slow)
+    torch.testing.assert_close(grad_fast, grad_slow)
+
+
+# ---------------------------------------------------------------- IQN target and loss
+
+
+def test_target_takes_the_argmax_of_the_mean_not_a_max_per_tau() -> None:
+    # action 0: quantiles (0, 10), mean 5; action 1: (4, 5), mean 4.5; the rest far below.
+    quantiles = torch.full((2, 2, 25), -100.0)
+    quantiles[:, :, 0] = torch.tensor([0.0, 10.0])
+    quantiles[:, :, 1] = torch.tensor([4.0, 5.0])
+    reward = torch.tensor([[1.0], [1.0]])
+    bootstrap = torch.tensor([[0.99], [0.0]])  # row 1: terminated
+    target = iqn_target(quantiles, reward, bootstrap)
+    torch.testing.assert_close(target, torch.tensor([[1.0, 10.9], [1.0, 1.0]]))
+    per_tau_max = reward + bootstrap * quantiles.max(dim=-1).values  # the original's quirk
+    assert not torch.allclose(target[0], per_tau_max[0])  # (1 + 0.99 * 4, ...) differs
+
+
+def expected_loss(agent: IQNAgent, batch: TensorDict, seed: int) -> torch.Tensor:
+    """The loss written out: same random draws as ``IQNLoss.forward`` (tau, then tau')."""
+    net, nxt = agent.network, batch["next"]
+    gen_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    tau, tau_next = torch.rand(batch.shape[0], 8), torch.rand(batch.shape[0], 8)
+    torch.random.set_rng_state(gen_state)
+    with torch.no_grad():
+        z = net(batch["self_state"], batch["objects"], batch["objects_mask"], tau)
+        z = z[torch.arange(batch.shape[0]), :, batch["action"]]  # [B, 8]
+        z_next = net(nxt["self_state"], nxt["objects"], nxt["objects_mask"], tau_next)
+        best = z_next.mean(1).argmax(-1)
+        chosen = z_next[torch.arange(batch.shape[0]), :, best]
+        not_terminal = (~nxt["terminated"]).float()  # truncated transitions bootstrap
+        target = nxt["reward"] + 0.99 * not_terminal * chosen
+        delta = target[:, None, :] - z[:, :, None]
+        huber = torch.where(delta.abs() <= 1, 0.5 * delta**2, delta.abs() - 0.5)
+        rho = (tau[:, :, None] - (delta < 0).float()).abs() * huber
+        return rho.mean(-1).sum(-1).mean()
+
+
+def test_loss_matches_the_written_out_definition() -> None:
+    agent = IQNAgent()  # the target network starts as a copy of the online one (B1.4)
+    batch = training_batch(16, "discrete")
+    expected = expected_loss(agent, batch, seed=5)
+    torch.manual_seed(5)
+    torch.testing.assert_close(agent.loss_module(batch)["loss"], expected)
+    torch.manual_seed(5)
+    torch.testing.assert_close(agent.update(batch)["loss_q"], expected)
+
+
+def test_terminated_transitions_do_not_bootstrap_and_truncated_ones_do() -> None:
+    agent = IQNAgent()
+    batch = training_batch(64, "discrete", seed=1)
+    nxt = batch["next"]
+    terminated = nxt["terminated"].squeeze(-1)
+    truncated = nxt["done"].squeeze(-1) & ~terminated
+    assert terminated.any() and truncated.any()
+    target = agent.loss_module.target_quantiles(batch, torch.rand(64, 8))
+    reward = nxt["reward"].expand(-1, 8)
+    assert torch.equal(target[terminated], reward[terminated])
+    assert (target[truncated] != reward[truncated]).all()
+
+
+def test_importance_weights_scale_the_per_sample_losses() -> None:
+    agent = IQNAgent()
+    batch = training_batch(16, "discrete")
+    torch.manual_seed(0)
+    plain = agent.loss_module(batch)["loss"]
+    weighted = batch.clone().set("_weight", torch.full((16,), 2.5))
+    torch.manual_seed(0)
+    torch.testing.assert_close(agent.loss_module(weighted)["loss"], 2.5 * plain)
+
+
+def test_update_moves_the_online_network_and_copy_makes_the_target_equal() -> None:
+    agent = IQNAgent()
+    target = agent.loss_module.target_network_params
+    online = agent.loss_module.network_params
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(target.values(True, True), online.values(True, True), strict=True)
+    )
+    before = [t.clone() for t in target.values(True, True)]
+    agent.update(training_batch(32, "discrete"))
+    assert all(torch.equal(a, b) for a, b in zip(target.values(True, True), before, strict=True))
+    assert any(
+        not torch.equal(a, b) for a, b in zip(online.values(True, True), before, strict=True)
+    )
+    agent.update_targets()
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(target.values(True, True), online.values(True, True), strict=True)
+    )
+
+
+def test_gradient_norm_is_clipped() -> None:
+    agent = IQNAgent(IQNConfig(grad_clip_norm=1e-3))
+    params = list(agent.network.parameters())
+    before = [p.clone() for p in params]
+    agent.optimizers["q"] = torch.optim.SGD(params, lr=1.0)
+    agent.update(training_batch(32, "discrete"))
+    step = torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(params, before, strict=True)))
+    assert step.item() <= 1e-3 * (1 + 1e-4)
+
+
+def test_policy_acts_on_a_batch_of_robots() -> None:
+    agent = IQNAgent()
+    obs = observation(12, torch.Generator().manual_seed(0))
+    td = TensorDict({"agents": {k: v.reshape(3, 4, *v.shape[1:]) for k, v in obs.items()}}, [3])
+    agent.policy.eval()
+    action = agent.policy(td)["agents", "action"]
+    assert action.shape == (3, 4) and action.dtype == torch.int64
+    assert ((action >= 0) & (action < 25)).all()
+
+
+def test_update_reads_nothing_back_to_the_host() -> None:
+    agent = IQNAgent()
+    batch = training_batch(64, "discrete")
+    agent.update(batch)  # optimiser state created outside the counted block
+    with count_read_backs() as counts:
+        for _ in range(3):
+            losses = agent.update(batch)
+    assert sum(counts.values()) == 0, dict(counts)
+    assert losses["loss_q"].dim() == 0 and not losses["loss_q"].requires_grad
+
+
+def test_learns_the_tiny_problem() -> None:
+    agent = IQNAgent(IQNConfig(lr=1e-3, normalize_observations=True))
+    trained = train_briefly(agent)
+    assert trained > random_return("discrete") + 8.0

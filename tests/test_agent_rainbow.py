@@ -1,0 +1,339 @@
+"""Rainbow (spec B7): network and noisy layers, the C51 projection on hand-computed numbers, the
+double-Q cross-entropy loss (terminated vs truncated, n-step discount, importance weights,
+priorities), target copies, noise in acting, no host read-back, and learning the tiny problem."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from tensordict import TensorDict
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from marinenav.agents.rainbow import (
+    NoisyLinear,
+    RainbowAgent,
+    RainbowConfig,
+    RainbowNetwork,
+    parameter_count,
+    project_distribution,
+)
+from tests.agent_utils import observation, training_batch
+from tests.learning_utils import random_return, train_briefly
+from tests.test_no_host_sync import count_read_backs
+
+OBS = ("self_state", "objects", "objects_mask")
+
+
+def test_parameter_count_matches_the_original() -> None:
+    assert parameter_count(RainbowAgent().network) == 540_428
+
+
+def test_noisy_layer_initialisation_and_factorised_noise() -> None:
+    torch.manual_seed(0)
+    layer = NoisyLinear(128, 51, std_init=0.05)
+    bound = 1 / math.sqrt(128)
+    assert layer.weight_mu.abs().max() <= bound and layer.bias_mu.abs().max() <= bound
+    assert torch.allclose(layer.weight_sigma, torch.full((51, 128), 0.05 / math.sqrt(128)))
+    assert torch.allclose(layer.bias_sigma, torch.full((51,), 0.05 / math.sqrt(51)))
+    gen = torch.Generator().manual_seed(3)
+    layer.reset_noise(gen)
+    gen = torch.Generator().manual_seed(3)
+    x_in, x_out = torch.randn(128, generator=gen), torch.randn(51, generator=gen)
+    f_in, f_out = x_in.sign() * x_in.abs().sqrt(), x_out.sign() * x_out.abs().sqrt()
+    assert torch.equal(layer.weight_epsilon, torch.outer(f_out, f_in))
+    assert torch.equal(layer.bias_epsilon, f_out)
+    x = torch.randn(4, 128)
+    noisy = x @ (layer.weight_mu + layer.weight_sigma * layer.weight_epsilon).T
+    torch.testing.assert_close(layer(x, True), noisy + layer.bias_mu + layer.bias_sigma * f_out)
+    torch.testing.assert_close(layer(x, False), x @ layer.weight_mu.T + layer.bias_mu)
+
+
+def test_network_outputs_log_probabilities_of_a_dueling_head() -> None:
+    net = RainbowNetwork(seed=0)
+    obs = observation(6, torch.Generator().manual_seed(0))
+    log_probs = net(*(obs[k] for k in OBS))
+    assert log_probs.shape == (6, 25, 51)
+    torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(6, 25))
+    assert torch.equal(net.support, torch.linspace(-10, 10, 51))
+    # mode switch: train mode is noisy, eval mode is the mean network
+    net.eval()
+    torch.testing.assert_close(
+        net(*(obs[k] for k in OBS)), net(*(obs[k] for k in OBS), noise=False)
+    )
+    assert not torch.allclose(net(*(obs[k] for k in OBS)), net(*(obs[k] for k in OBS), noise=True))
+
+
+def reference_projection(probs, target_support, v_min, v_max):
+    """The original's (Kaixhin's) floor / ceil projection, written out with loops."""
+    B, A = probs.shape
+    dz = (v_max - v_min) / (A - 1)
+    m = torch.zeros(B, A, dtype=torch.float64)
+    for i in range(B):
+        for j in range(A):
+            b = (min(max(float(target_support[i, j]), v_min), v_max) - v_min) / dz
+            low, up = math.floor(b), math.ceil(b)
+            if low == up:
+                if up > 0:
+                    low -= 1
+                else:  # l == u == 0
+                    up += 1
+            m[i, low] += float(probs[i, j]) * (up - b)
+            m[i, up] += float(probs[i, j]) * (b - low)
+    return m
+
+
+def test_projection_by_hand() -> None:
+    """Support [-1, -0.5, 0, 0.5, 1]: points below / above the support clamp to the ends, a
+    point on an atom keeps its mass there, a point between atoms splits linearly."""
+    probs = torch.tensor([[0.1, 0.2, 0.3, 0.25, 0.15]])
+    points = torch.tensor([[-2.0, -0.5, 0.1, 0.75, 3.0]])
+    m = project_distribution(probs, points, -1.0, 1.0)
+    expected = torch.tensor([[0.1, 0.2, 0.3 * 0.8, 0.3 * 0.2 + 0.25 * 0.5, 0.25 * 0.5 + 0.15]])
+    torch.testing.assert_close(m, expected)
+    # exactly on the end points and on every atom
+    on_atoms = project_distribution(probs, torch.tensor([[-1.0, -0.5, 0.0, 0.5, 1.0]]), -1, 1)
+    torch.testing.assert_close(on_atoms, probs)
+
+
+def test_projection_matches_the_original_floor_ceil_rule() -> None:
+    gen = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(8, 51, generator=gen), -1)
+    points = torch.randn(8, 51, generator=gen) * 12
+    points[0, :5] = torch.tensor([-10.0, 10.0, 0.0, 0.4, -9.6])  # atoms and ends exactly
+    m = project_distribution(probs, points, -10.0, 10.0)
+    torch.testing.assert_close(m.double(), reference_projection(probs, points, -10.0, 10.0),
+                               atol=1e-6, rtol=0)  # fmt: skip
+    torch.testing.assert_close(m.sum(-1), torch.ones(8))
+
+
+def expected_loss(agent: RainbowAgent, batch, online_argmax: bool = True):
+    """The C51 double-Q loss per sample, computed from the networks' current noise."""
+    loss_module = agent.loss_module
+    net = agent.network
+    with torch.no_grad():
+        log_p = net(*(batch[k] for k in OBS), noise=True)
+        log_p_taken = log_p[torch.arange(batch.shape[0]), batch["action"]]
+        nxt = batch["next"]
+        online_next = net(*(nxt[k] for k in OBS), noise=True)
+        with loss_module.target_value_network_params.to_module(net):
+            target_next = net(*(nxt[k] for k in OBS), noise=True)
+        chooser = online_next if online_argmax else target_next
+        best = net.expected_value(chooser).argmax(-1)
+        p_next = target_next[torch.arange(batch.shape[0]), best].exp()
+        discount = batch.get("discount", None)
+        if discount is None:
+            discount = torch.full((batch.shape[0], 1), agent.config.gamma**agent.config.n_step)
+        nonterminal = (~nxt["terminated"]).float()
+        points = nxt["reward"] + nonterminal * discount * net.support
+        m = project_distribution(p_next, points, agent.config.v_min, agent.config.v_max)
+        return -(m * log_p_taken).sum(-1)
+
+
+def perturbed_agent(**config) -> RainbowAgent:
+    """An agent whose online network differs from its target (one update on a random batch)."""
+    agent = RainbowAgent(RainbowConfig(**config))
+    agent.optimizers["q"] = torch.optim.SGD(agent.network.parameters(), lr=0.5)
+    agent.update(training_batch(64, "discrete", seed=7))
+    return agent
+
+
+def test_loss_is_double_q_c51_cross_entropy() -> None:
+    agent = perturbed_agent()
+    batch = training_batch(32, "discrete", seed=1)
+    batch["next", "reward"] = batch["next", "reward"] * 4
+    agent.loss_module.resample_noise(torch.Generator().manual_seed(0))
+    out = agent.loss_module(batch)
+    per_sample = expected_loss(agent, batch)
+    torch.testing.assert_close(out["loss_per_sample"], per_sample)
+    torch.testing.assert_close(out["loss"], per_sample.mean())
+    # the greedy action at s' comes from the online network: the target's argmax differs
+    assert not torch.allclose(expected_loss(agent, batch, online_argmax=False), per_sample)
+
+
+def test_terminated_does_not_bootstrap_and_truncated_does() -> None:
+    agent = perturbed_agent()
+    batch = training_batch(8, "discrete", seed=2)
+    batch["next", "reward"] = torch.full((8, 1), 2.2)
+    batch["next", "terminated"] = torch.tensor([True] * 4 + [False] * 4).unsqueeze(-1)
+    batch["next", "done"] = torch.ones(8, 1, dtype=torch.bool)  # 4 terminated, 4 truncated
+    agent.loss_module.resample_noise(torch.Generator().manual_seed(0))
+    out = agent.loss_module(batch)
+    # terminated: the target is the reward alone, 2.2 = atom 30 (2.0) * 0.5 + atom 31 (2.4) * 0.5
+    with torch.no_grad():
+        log_p = agent.network(*(batch[k] for k in OBS), noise=True)
+        log_p_taken = log_p[torch.arange(8), batch["action"]]
+    by_hand = -(0.5 * log_p_taken[:4, 30] + 0.5 * log_p_taken[:4, 31])
+    torch.testing.assert_close(out["loss_per_sample"][:4], by_hand)
+    # truncated: bootstraps from the next state
+    truncated = batch.clone()
+    truncated["next", "terminated"][:] = False
+    out_truncated = agent.loss_module(truncated)
+    torch.testing.assert_close(out_truncated["loss_per_sample"][4:], out["loss_per_sample"][4:])
+    assert not torch.allclose(out_truncated["loss_per_sample"][:4], by_hand)
+
+
+def test_per_sample_discount_and_default_gamma_to_the_n() -> None:
+    agent = perturbed_agent()
+    batch = training_batch(16, "discrete", seed=3)
+    agent.loss_module.resample_noise(torch.Generator().manual_seed(0))
+    default = agent.loss_module(batch)["loss_per_sample"]
+    torch.testing.assert_close(default, expected_loss(agent, batch))  # gamma ** 3
+    batch["discount"] = torch.tensor([0.99, 0.99**2, 0.99**3, 0.0] * 4).unsqueeze(-1)
+    torch.testing.assert_close(agent.loss_module(batch)["loss_per_sample"],
+                               expected_loss(agent, batch))  # fmt: skip
+    batch["discount"] = torch.full((16, 1), 0.99**3)
+    torch.testing.assert_close(agent.loss_module(batch)["loss_per_sample"], default)
+
+
+def test_importance_weights_weight_the_mean() -> None:
+    agent = perturbed_agent()
+    batch = training_batch(16, "discrete", seed=4)
+    agent.loss_module.resample_noise(torch.Generator().manual_seed(0))
+    plain = agent.loss_module(batch)
+    weight = torch.linspace(0.0, 1.0, 16)
+    batch["_weight"] = weight
+    weighted = agent.loss_module(batch)
+    torch.testing.assert_close(weighted["loss"], (weight * plain["loss_per_sample"]).mean())
+    torch.testing.assert_close(weighted["loss_per_sample"], plain["loss_per_sample"])
+    # a zero weight removes the sample from the gradient
+    batch["_weight"] = torch.zeros(16)
+    batch["_weight"][3] = 1.0
+    agent.network.zero_grad()
+    agent.loss_module(batch)["loss"].backward()
+    grad = [p.grad.clone() for p in agent.network.parameters()]
+    agent.network.zero_grad()
+    (agent.loss_module(batch[3:4])["loss"] / 16).backward()
+    for a, b in zip(grad, (p.grad for p in agent.network.parameters()), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_update_returns_priorities_loss_to_the_exponent() -> None:
+    agent = perturbed_agent(priority_exponent=0.5)
+    batch = training_batch(32, "discrete", seed=5)
+    generator = agent.noise_generator(torch.device("cpu"))
+    state = generator.get_state()
+    agent.loss_module.resample_noise(generator)
+    expected = agent.loss_module(batch)["loss_per_sample"]
+    generator.set_state(state)  # update() draws the same noise
+    out = agent.update(batch)
+    assert out["priority"].shape == (32,) and not out["priority"].requires_grad
+    torch.testing.assert_close(out["priority"], expected**0.5)
+    torch.testing.assert_close(out["loss_q"], expected.mean())
+    assert out["loss_q"].shape == ()
+
+
+def test_update_moves_online_only_and_copy_is_exact() -> None:
+    agent = RainbowAgent()
+    loss_module = agent.loss_module
+    target = loss_module.target_value_network_params
+    online = loss_module.value_network_params
+    params = [key for key, value in online.items(True, True) if value.requires_grad]
+    assert len(params) == 2 + 2 + 6 * 4  # encoder weights and biases, 6 noisy layers
+
+    def values(td):
+        return [td.get(key).clone() for key in params]
+
+    before = values(target)
+    for seed in range(3):
+        agent.update(training_batch(32, "discrete", seed=seed))
+    assert all(torch.equal(a, b) for a, b in zip(values(target), before, strict=True))
+    assert any(not torch.equal(a, b) for a, b in zip(values(online), before, strict=True))
+    agent.update_targets()
+    assert all(torch.equal(a, b) for a, b in zip(values(target), values(online), strict=True))
+    # the noise buffers are not copied (spec B1.3): each network keeps its own noise
+    key = ("advantage", "layers", "2", "weight_epsilon")
+    assert not torch.equal(target.get(key), online.get(key))
+
+
+def test_gradient_norm_is_clipped() -> None:
+    agent = RainbowAgent(RainbowConfig(grad_clip_norm=1e-3))
+    params = list(agent.network.parameters())
+    before = [p.clone() for p in params]
+    agent.optimizers["q"] = torch.optim.SGD(params, lr=1.0)
+    agent.update(training_batch(32, "discrete"))
+    step = torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(params, before, strict=True)))
+    assert step.item() <= 1e-3 * (1 + 1e-4)
+
+
+def test_acting_eval_uses_mean_weights_and_exploring_resamples_noise() -> None:
+    agent = RainbowAgent()
+    policy = agent.policy
+    obs = observation(40, torch.Generator().manual_seed(0))
+    td = TensorDict({("agents", k): v for k, v in obs.items()}, batch_size=[40])
+    with torch.no_grad():
+        greedy = agent.network.expected_value(
+            agent.network(*(obs[k] for k in OBS), noise=False)
+        ).argmax(-1)
+    with set_exploration_type(ExplorationType.DETERMINISTIC):
+        first = policy(td.clone())["agents", "action"]
+        second = policy(td.clone())["agents", "action"]
+    assert torch.equal(first, greedy) and torch.equal(second, greedy)
+    policy.eval()
+    assert torch.equal(policy(td.clone())["agents", "action"], greedy)
+    policy.train()
+
+    # exploring (epsilon 0): fresh noise at every call, reproducible from the policy seed
+    epsilon_key = ("advantage", "layers", "0", "weight_epsilon")
+    noise = agent.loss_module.value_network_params.get(epsilon_key)
+    with set_exploration_type(ExplorationType.RANDOM):
+        policy.set_seed(11)
+        before = noise.clone()
+        a = policy(td.clone())["agents", "action"]
+        after_first = noise.clone()
+        b = policy(td.clone())["agents", "action"]
+        assert not torch.equal(before, after_first) and not torch.equal(after_first, noise)
+        policy.set_seed(11)
+        assert torch.equal(policy(td.clone())["agents", "action"], a)
+        assert torch.equal(noise, after_first)
+        # the action is greedy for the noisy network just sampled, not for the mean one
+        with torch.no_grad():
+            noisy = agent.network(*(obs[k] for k in OBS), noise=True)
+            mean = agent.network(*(obs[k] for k in OBS), noise=False)
+        assert torch.equal(a, agent.network.expected_value(noisy).argmax(-1))
+        assert not torch.allclose(noisy, mean)
+    assert b.shape == (40,)
+
+
+def test_update_makes_no_read_back() -> None:
+    agent = RainbowAgent()
+    batch = training_batch(64, "discrete")
+    batch["discount"] = torch.full((64, 1), 0.99**2)
+    batch["_weight"] = torch.rand(64)
+    agent.update(batch)
+    with count_read_backs() as counts:
+        for _ in range(3):
+            agent.update(batch)
+        agent.update_targets()
+    assert sum(counts.values()) == 0, dict(counts)
+
+
+def test_learns_the_tiny_problem() -> None:
+    agent = RainbowAgent(RainbowConfig(lr=1e-3, normalize_observations=True, n_step=1))
+    trained = train_briefly(agent, iterations=25)
+    assert trained > random_return("discrete") + 8.0
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_update_and_acting_never_synchronise() -> None:
+    agent = RainbowAgent().to("cuda")
+    batch = training_batch(64, "discrete").to("cuda")
+    batch["discount"] = torch.full((64, 1), 0.99**2, device="cuda")
+    batch["_weight"] = torch.rand(64, device="cuda")
+    obs = observation(64, torch.Generator().manual_seed(0))
+    td = TensorDict({("agents", k): v for k, v in obs.items()}, batch_size=[64]).to("cuda")
+    agent.update(batch)  # the optimizer state is made at the first step
+    agent.policy(td.clone())
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            out = agent.update(batch)
+            with set_exploration_type(ExplorationType.RANDOM):
+                agent.policy(td.clone())
+        agent.update_targets()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert out["priority"].device.type == "cuda"
