@@ -30,12 +30,12 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 from marinenav.agents import Agent, agent_class
 from marinenav.envs import MarineNavEnv
 from marinenav.sim import InfoState
+from marinenav.training.checkpoint import CHECKPOINT_NAME
 from marinenav.training.config import schedule_of, validate
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
 from marinenav.training.loggers import make_logger, progress_bar
 from marinenav.training.replay import RobotReplay
 
-CHECKPOINT_NAME = "checkpoint.pt"
 TRANSITION_KEYS = ("self_state", "objects", "objects_mask")
 
 
