@@ -1,0 +1,19 @@
+"""Networks of spec Part B, action selectors, and the batched acting module ``PolicyWrapper``."""
+
+from marinenav.policy.selectors import (
+    ActionSelector,
+    DeterministicSelector,
+    GaussianSelector,
+    GreedyQSelector,
+    QuantileSelector,
+)
+from marinenav.policy.wrapper import PolicyWrapper
+
+__all__ = [
+    "ActionSelector",
+    "DeterministicSelector",
+    "GaussianSelector",
+    "GreedyQSelector",
+    "PolicyWrapper",
+    "QuantileSelector",
+]

@@ -56,6 +56,9 @@ class Evaluator:
         gamma: discount of the reported return.
         max_steps: step cap of an episode (the original: 1001).
         robot_slots, obstacle_slots, core_slots, device, dtype: of the batched environment.
+        seed: the perception-noise stream restarts from it at every evaluation, so an
+            evaluation is a function of the policy alone (the original re-seeds its evaluation
+            environment for every episode).
     """
 
     def __init__(
@@ -69,7 +72,9 @@ class Evaluator:
         core_slots: int,
         device: torch.device | str,
         dtype: torch.dtype,
+        seed: int = 253,
     ) -> None:
+        self.seed = seed
         self.env = MarineNavEnv.from_scenarios(
             scenarios, action_kind=action_kind, end_on_collision=True, robot_slots=robot_slots,
             obstacle_slots=obstacle_slots, core_slots=core_slots, device=device, dtype=dtype,
@@ -92,6 +97,7 @@ class Evaluator:
         discount = torch.ones(E, 1, dtype=torch.float64, device=device)
         finished = torch.zeros(E, dtype=torch.bool, device=device)
         reached = torch.zeros(E, R, dtype=torch.bool, device=device)
+        env.set_seed(self.seed)
         td = env.reset()
         with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
             for step in range(self.max_steps):

@@ -129,7 +129,7 @@ class Trainer:
         self.evaluator = Evaluator(
             scenarios, self.agent.action_kind, self.agent.config.gamma, cfg.evaluation.max_steps,
             cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots, self.device,
-            self.dtype,
+            self.dtype, seed=cfg.evaluation.seed,
         )  # fmt: skip
         self.evaluator.episodes_per_stage = cfg.curriculum.eval_episodes_per_stage
         # Host-side counters (the loop's own arithmetic: never read from the device).

@@ -1,0 +1,64 @@
+"""The evaluate entry point on a tiny trained run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from marinenav.evaluate import evaluate_run, format_table
+from marinenav.training.trainer import Trainer
+from tests.test_training import tiny_config
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("run")
+    Trainer(tiny_config("agent=dqn", "evaluation.max_steps=30"), path).train()
+    return path
+
+
+def test_reproduces_the_trainers_last_evaluation(run_dir: Path) -> None:
+    last = json.loads((run_dir / "evaluations.jsonl").read_text().splitlines()[-1])
+    metrics, scenarios = evaluate_run(run_dir, max_steps=30)
+    assert len(scenarios) == 2
+    assert metrics["eval/success_rate"] == last["eval/success_rate"]
+    assert metrics["eval/return"] == pytest.approx(last["eval/return"], rel=1e-9)
+    assert metrics["episodes"]["return"] == pytest.approx(last["episodes"]["return"], rel=1e-9)
+    table = format_table(metrics)
+    assert "success_rate" in table and "| episodes | 2 |" in table
+
+
+def test_scenario_files_in_the_original_layout(run_dir: Path, tmp_path: Path) -> None:
+    scenarios = json.loads((run_dir / "eval_configs.json").read_text())
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(scenarios[1]))  # one episode dict
+    listed = tmp_path / "list.json"
+    listed.write_text(json.dumps(scenarios))  # an eval_configs.json list
+    metrics, used = evaluate_run(run_dir, [single, listed], max_steps=30)
+    assert len(used) == 3 and len(metrics["episodes"]["success"]) == 3
+    assert used[0] == scenarios[1] and used[1:] == scenarios
+    # the list file is the run's own set: the same episodes, the same numbers
+    from_file, _ = evaluate_run(run_dir, [listed], max_steps=30)
+    whole, _ = evaluate_run(run_dir, max_steps=30)
+    assert from_file["episodes"] == whole["episodes"]
+
+
+def test_command_line(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "metrics.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "marinenav.evaluate", str(run_dir), "--max-steps", "30",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "| success_rate |" in done.stdout
+    assert json.loads(out.read_text())["episodes"]["success"] is not None
+    missing = subprocess.run(
+        [sys.executable, "-m", "marinenav.evaluate", str(tmp_path / "nothing")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "no checkpoint" in missing.stderr
