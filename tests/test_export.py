@@ -1,0 +1,296 @@
+"""TorchScript / ONNX export for the C++ planner (spec C7): signatures, shapes and dtypes, equality
+with the live networks, the planner's action rule against the live ``PolicyWrapper``, Rainbow's
+mean weights, the live agent left untouched, and the command line."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from tensordict import TensorDict
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from marinenav.agents import AGENT_NAMES, make_agent
+from marinenav.export import (
+    atan_elementary,
+    export_metadata,
+    export_onnx,
+    export_torchscript,
+    input_names,
+    main,
+    planner_action,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = 7
+NUM_TAU = 32
+OBJECT_COUNTS = (0, 1, 3, 5)  # objects present per sample (one sample with none)
+F64 = torch.float64
+
+
+def jit_load(path: Path) -> torch.jit.ScriptModule:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit.load is deprecated
+        return torch.jit.load(str(path), map_location="cpu")
+
+
+def observation(count: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """One float64 batch-1 observation in realistic ranges: ``self_state (1, 7)`` (goal, u, v,
+    omega, thrusts), ``objects (1, 5, 5)`` with ``count`` present and zero padding,
+    ``mask (1, 5)`` of 0/1."""
+
+    def uniform(low: float, high: float, *shape: int) -> torch.Tensor:
+        return low + (high - low) * torch.rand(*shape, generator=generator, dtype=F64)
+
+    self_state = torch.cat(
+        (uniform(-30, 30, 1, 2), uniform(-1, 3, 1, 1), uniform(-1, 1, 1, 2),
+         uniform(-500, 1000, 1, 2)),
+        dim=-1,
+    )  # fmt: skip
+    objects = torch.cat(
+        (uniform(-15, 15, 1, 5, 2), uniform(-2, 2, 1, 5, 2), uniform(0.5, 3, 1, 5, 1)), dim=-1
+    )
+    mask = (torch.arange(5) < count).to(F64).unsqueeze(0)
+    return self_state, objects * mask.unsqueeze(-1), mask
+
+
+def live_outputs(name: str, network: torch.nn.Module, obs, taus) -> tuple[torch.Tensor, ...]:
+    """The C7 outputs computed by a live network (any dtype), always as a tuple."""
+    if name == "iqn":
+        return (network(*obs, taus),)
+    if name == "rainbow":
+        return (network(*obs, noise=False).exp(),)
+    out = network(*obs)
+    return out if isinstance(out, tuple) else (out,)
+
+
+def acting(agent) -> torch.nn.Module:
+    return agent.actor if agent.name in ("ac_iqn", "ddpg", "sac") else agent.network
+
+
+def wrapper_action(agent, obs, mode: ExplorationType = ExplorationType.DETERMINISTIC):
+    """The live ``PolicyWrapper``'s action on a float32 observation with a bool mask, its random
+    stream restarted (so IQN's taus / SAC's noise are the first draws of ``seed``)."""
+    policy = agent.policy
+    policy.set_seed(policy.seed)
+    td = TensorDict(
+        {
+            ("agents", "self_state"): obs[0].float(),
+            ("agents", "objects"): obs[1].float(),
+            ("agents", "objects_mask"): obs[2] > 0.5,
+        },
+        batch_size=[1],
+    )
+    with set_exploration_type(mode):
+        return policy(td).get(("agents", "action"))
+
+
+def assert_same_choice(values: torch.Tensor, exported: torch.Tensor, live: torch.Tensor) -> None:
+    """Equal argmax indices, unless the two chosen actions tie within float32 precision."""
+    if not torch.equal(exported, live):
+        a, b = values[0, exported[0]], values[0, live[0]]
+        assert (a - b).abs() <= 1e-5 * (1 + a.abs()), (exported, live, values)
+
+
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_torchscript_matches_live_network_and_policy(name: str, tmp_path: Path) -> None:
+    agent = make_agent(name, seed=SEED)
+    before = {k: v.clone() for k, v in agent.state_dict().items()}
+    training = [m.training for m in agent.modules()]
+
+    path = export_torchscript(agent, tmp_path / f"traced_{name}_model.pt")
+
+    # the live agent is untouched: same values, float32, same modes
+    after = agent.state_dict()
+    assert before.keys() == after.keys()
+    for key, value in before.items():
+        assert after[key].dtype == value.dtype and torch.equal(after[key], value), key
+    assert [m.training for m in agent.modules()] == training
+
+    module = jit_load(path)
+    info = export_metadata(path)
+    assert info["agent"] == name and info["inputs"] == list(input_names(name))
+    network32 = acting(agent)
+    network64 = copy.deepcopy(network32).double()
+    generator = torch.Generator().manual_seed(SEED)
+    for count in OBJECT_COUNTS:
+        obs = observation(count, generator)
+        taus = torch.rand(1, NUM_TAU, generator=torch.Generator().manual_seed(agent.policy.seed))
+        taus64 = taus.double()  # the wrapper's first draw of its seed, as float64
+        with torch.no_grad():
+            out = module(*obs, taus64) if name == "iqn" else module(*obs)
+            ref64 = live_outputs(name, network64, obs, taus64)
+            ref32 = live_outputs(name, network32, tuple(x.float() for x in obs), taus)
+        outs = out if isinstance(out, tuple) else (out,)
+
+        # shapes and dtypes of C7
+        shapes = {
+            "ac_iqn": [(1, 2)], "ddpg": [(1, 2)], "sac": [(1, 2), (1, 2)],
+            "iqn": [(1, NUM_TAU, 25)], "dqn": [(1, 25)], "rainbow": [(1, 25, 51)],
+        }[name]  # fmt: skip
+        assert isinstance(out, tuple) == (name == "sac")
+        assert [tuple(o.shape) for o in outs] == shapes
+        assert all(o.dtype == F64 for o in outs)
+        if name in ("ac_iqn", "ddpg"):
+            assert (outs[0].abs() < 1).all()
+        if name == "sac":
+            assert ((outs[1] >= -20) & (outs[1] <= 2)).all()
+        if name == "rainbow":
+            torch.testing.assert_close(outs[0].sum(-1), torch.ones(1, 25, dtype=F64))
+
+        # equal to the live network in float64, close to it in float32
+        for o, r64, r32 in zip(outs, ref64, ref32, strict=True):
+            torch.testing.assert_close(o, r64, rtol=1e-12, atol=1e-10)
+            scale = 1.0 + r64.abs().max().item()
+            torch.testing.assert_close(o, r32.double(), rtol=1e-5, atol=1e-5 * scale)
+
+        # the planner's action is the live policy's deterministic action
+        v_range = {"v_min": info["v_min"], "v_max": info["v_max"]} if name == "rainbow" else {}
+        action = planner_action(name, out, **v_range)
+        live = wrapper_action(agent, obs)
+        if name in ("ac_iqn", "ddpg", "sac"):
+            assert action.shape == (1, 2) and action.dtype == F64
+            torch.testing.assert_close(action, live.double(), rtol=0, atol=1e-5)
+            torch.testing.assert_close(
+                planner_action(name, out, thrust_rate=True), 1000 * action, rtol=0, atol=0
+            )
+        else:
+            assert action.shape == (1,) and action.dtype == torch.int64
+            if name == "iqn":
+                values = outs[0].mean(-2)
+            elif name == "dqn":
+                values = outs[0]
+            else:
+                values = (outs[0] * torch.linspace(-10, 10, 51, dtype=F64)).sum(-1)
+            assert_same_choice(values, action, live)
+
+        if name == "sac":  # sampling z = mu + sigma N(0, 1): the wrapper's exploring action
+            noise = torch.randn(1, 2, generator=torch.Generator().manual_seed(agent.policy.seed))
+            agent.policy.set_epsilon(0.0)
+            sampled = wrapper_action(agent, obs, ExplorationType.RANDOM)
+            mu, log_sigma = outs
+            expected = (2 / math.pi) * torch.atan(mu + log_sigma.exp() * noise.double())
+            torch.testing.assert_close(planner_action(name, out, noise=noise), expected)
+            torch.testing.assert_close(expected, sampled.double(), rtol=0, atol=1e-5)
+
+        if name == "rainbow":  # mean weights: deterministic, and not the noisy output
+            with torch.no_grad():
+                again = module(*obs)
+                noisy = network64(*obs, noise=True).exp()
+            assert torch.equal(again, outs[0])
+            assert not torch.allclose(noisy, outs[0], rtol=0, atol=1e-12)
+
+
+def test_planner_action_rules() -> None:
+    q = torch.tensor([[0.0, 3.0, 1.0] + [0.0] * 22], dtype=F64)
+    assert planner_action("dqn", q).tolist() == [1]
+    quantiles = torch.zeros(1, NUM_TAU, 25, dtype=F64)
+    quantiles[0, :, 4] = torch.linspace(-1, 3, NUM_TAU, dtype=F64)  # mean 1 > 0
+    quantiles[0, 0, 7] = 10.0  # mean 10 / 32 < 1: one large quantile does not win
+    assert planner_action("IQN", quantiles).tolist() == [4]
+    probs = torch.full((1, 25, 51), 1 / 51, dtype=F64)
+    probs[0, 9] = 0.0
+    probs[0, 9, -1] = 1.0  # all mass at v_max
+    assert planner_action("Rainbow", probs).tolist() == [9]
+    assert planner_action("AC_IQN", torch.tensor([[0.5, -0.25]]), thrust_rate=True).tolist() == [
+        [500.0, -250.0]
+    ]
+    mu, log_sigma = torch.tensor([[1.0, -1.0]]), torch.tensor([[0.0, math.log(2.0)]])
+    torch.testing.assert_close(planner_action("sac", (mu, log_sigma)), torch.tensor([[0.5, -0.5]]))
+    torch.testing.assert_close(
+        planner_action("sac", (mu, log_sigma), noise=torch.tensor([[-1.0, 1.0]])),
+        torch.tensor([[0.0, 0.5]]),
+    )
+    with pytest.raises(ValueError, match="unknown agent type"):
+        planner_action("ppo", q)
+
+
+def test_elementary_atan_is_float64_exact() -> None:
+    """The ONNX actors' squash: Cephes atan from basic operations, within 1 ulp of torch.atan."""
+    x = torch.cat(
+        (torch.linspace(-60, 60, 20001, dtype=F64),
+         torch.tensor([0.0, 1e-300, 0.66, 2.414213562373095, 1e8, 1e300, math.inf], dtype=F64)),
+    )  # fmt: skip
+    x = torch.cat((x, -x))
+    torch.testing.assert_close(atan_elementary(x), torch.atan(x), rtol=4e-16, atol=1e-300)
+
+
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_onnx_round_trip(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    agent = make_agent(name, seed=SEED)
+    traced = jit_load(export_torchscript(agent, tmp_path / "model.pt"))
+    path = export_onnx(agent, tmp_path / f"{name}_model.onnx")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == list(input_names(name))
+    generator = torch.Generator().manual_seed(SEED)
+    for count in (0, 3):
+        inputs = observation(count, generator)
+        if name == "iqn":
+            inputs += (torch.rand(1, NUM_TAU, generator=generator, dtype=F64),)
+        feeds = {n: x.numpy() for n, x in zip(input_names(name), inputs, strict=True)}
+        results = session.run(None, feeds)
+        with torch.no_grad():
+            expected = traced(*inputs)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        for got, want in zip(results, expected, strict=True):
+            assert got.dtype == want.numpy().dtype
+            torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-9, atol=1e-9)
+        got_action = planner_action(name, results if name == "sac" else results[0])
+        want_action = planner_action(name, expected if name == "sac" else expected[0])
+        torch.testing.assert_close(got_action, want_action, rtol=0, atol=1e-9)
+
+
+def test_onnx_needs_the_onnx_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    with pytest.raises(ImportError, match="pip install onnx"):
+        export_onnx(make_agent("dqn", seed=SEED), tmp_path / "m.onnx")
+
+
+def test_command_line_exports_a_trained_run(tmp_path: Path) -> None:
+    from marinenav.training.checkpoint import load_agent
+    from marinenav.training.trainer import Trainer
+    from tests.test_training import tiny_config
+
+    run = tmp_path / "run"
+    Trainer(tiny_config("agent=dqn"), run).train()
+    out = tmp_path / "exported"
+    with_onnx = importlib.util.find_spec("onnx") is not None
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "marinenav.export", str(run), "--out", str(out)]
+    result = subprocess.run(
+        cmd + (["--onnx"] if with_onnx else []),
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    path = out / "traced_dqn_model.pt"
+    assert str(path) in result.stdout.splitlines()
+    assert with_onnx == (out / "dqn_model.onnx").is_file()
+
+    agent, _ = load_agent(run)
+    obs = observation(2, torch.Generator().manual_seed(SEED))
+    with torch.no_grad():
+        torch.testing.assert_close(
+            jit_load(path)(*obs), copy.deepcopy(agent.network).double()(*obs),
+            rtol=1e-12, atol=1e-10,
+        )  # fmt: skip
+
+
+def test_command_line_rejects_a_missing_run(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(tmp_path / "nowhere")])
+    assert exit_info.value.code == 2
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(tmp_path)])  # a directory without checkpoint.pt
+    assert exit_info.value.code == 2
+    assert "no checkpoint.pt" in capsys.readouterr().err
