@@ -7,7 +7,11 @@ import torch
 import torch.nn.functional as F
 
 from marinenav.agents.dqn import DQNAgent, DQNConfig
-from tests.agent_utils import training_batch
+from tests.agent_utils import (
+    assert_update_spares_targets_and_copy_syncs,
+    step_norm_with_plain_sgd,
+    training_batch,
+)
 from tests.learning_utils import random_return, train_briefly
 
 
@@ -34,30 +38,15 @@ def test_loss_is_smooth_l1_to_the_vanilla_target() -> None:
 
 def test_update_moves_the_online_network_and_copy_makes_the_target_equal() -> None:
     agent = DQNAgent()
-    target = agent.loss_module.target_value_network_params
-    online = agent.loss_module.value_network_params
-    before = [t.clone() for t in target.values(True, True)]
-    agent.update(training_batch(32, "discrete"))
-    assert all(torch.equal(a, b) for a, b in zip(target.values(True, True), before, strict=True))
-    assert any(
-        not torch.equal(a, b) for a, b in zip(online.values(True, True), before, strict=True)
-    )
-    agent.update_targets()
-    assert all(
-        torch.equal(a, b)
-        for a, b in zip(target.values(True, True), online.values(True, True), strict=True)
+    loss = agent.loss_module
+    assert_update_spares_targets_and_copy_syncs(
+        agent, loss.value_network_params, loss.target_value_network_params, "discrete"
     )
 
 
 def test_gradient_norm_is_clipped() -> None:
     agent = DQNAgent(DQNConfig(grad_clip_norm=1e-3))
-    batch = training_batch(32, "discrete")
-    params = list(agent.network.parameters())
-    before = [p.clone() for p in params]
-    agent.optimizers["q"] = torch.optim.SGD(params, lr=1.0)
-    agent.update(batch)
-    step = torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(params, before, strict=True)))
-    assert step.item() <= 1e-3 * (1 + 1e-4)
+    assert step_norm_with_plain_sgd(agent, agent.network, "q", "discrete") <= 1e-3 * (1 + 1e-4)
 
 
 def test_learns_the_tiny_problem() -> None:

@@ -11,7 +11,12 @@ from tensordict import TensorDict
 
 from marinenav.agents.iqn import IQNAgent, IQNConfig, iqn_target
 from marinenav.agents.quantile import quantile_huber_loss
-from tests.agent_utils import observation, training_batch
+from tests.agent_utils import (
+    assert_update_spares_targets_and_copy_syncs,
+    observation,
+    step_norm_with_plain_sgd,
+    training_batch,
+)
 from tests.learning_utils import random_return, train_briefly
 from tests.test_no_host_sync import count_read_backs
 
@@ -151,33 +156,18 @@ def test_importance_weights_scale_the_per_sample_losses() -> None:
 
 def test_update_moves_the_online_network_and_copy_makes_the_target_equal() -> None:
     agent = IQNAgent()
-    target = agent.loss_module.target_network_params
-    online = agent.loss_module.network_params
+    loss = agent.loss_module
+    online, target = loss.network_params, loss.target_network_params
     assert all(
         torch.equal(a, b)
         for a, b in zip(target.values(True, True), online.values(True, True), strict=True)
     )
-    before = [t.clone() for t in target.values(True, True)]
-    agent.update(training_batch(32, "discrete"))
-    assert all(torch.equal(a, b) for a, b in zip(target.values(True, True), before, strict=True))
-    assert any(
-        not torch.equal(a, b) for a, b in zip(online.values(True, True), before, strict=True)
-    )
-    agent.update_targets()
-    assert all(
-        torch.equal(a, b)
-        for a, b in zip(target.values(True, True), online.values(True, True), strict=True)
-    )
+    assert_update_spares_targets_and_copy_syncs(agent, online, target, "discrete")
 
 
 def test_gradient_norm_is_clipped() -> None:
     agent = IQNAgent(IQNConfig(grad_clip_norm=1e-3))
-    params = list(agent.network.parameters())
-    before = [p.clone() for p in params]
-    agent.optimizers["q"] = torch.optim.SGD(params, lr=1.0)
-    agent.update(training_batch(32, "discrete"))
-    step = torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(params, before, strict=True)))
-    assert step.item() <= 1e-3 * (1 + 1e-4)
+    assert step_norm_with_plain_sgd(agent, agent.network, "q", "discrete") <= 1e-3 * (1 + 1e-4)
 
 
 def test_policy_acts_on_a_batch_of_robots() -> None:

@@ -1,0 +1,191 @@
+"""Pictures of runs: a recorded evaluation episode matches the evaluation's numbers and draws to
+PNG frames and a GIF; learning curves average seeds to the hand-computed mean and standard
+error; the ``python -m marinenav.viz`` command line writes files or fails with status 2."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from PIL import Image
+
+from marinenav.training.checkpoint import load_agent
+from marinenav.training.evaluation import Evaluator
+from marinenav.training.trainer import Trainer
+from marinenav.viz import (
+    aggregate,
+    draw_learning_curves,
+    load_runs,
+    plot_learning_curves,
+    record_episode,
+    save_animation,
+    save_frames,
+)
+from marinenav.viz.episode import frame_indices
+from tests.test_training import ROOT, tiny_config
+
+MAX_STEPS = 20  # evaluation step cap of the tiny run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A tiny trained DQN run (one batched evaluation of 2 episodes with obstacles and
+    vortex cores, checkpoint at the end): about a second."""
+    path = tmp_path_factory.mktemp("run")
+    cfg = tiny_config(
+        "agent=dqn", "training.total_timesteps=80", "evaluation.first=80",
+        "checkpoint.interval=80", "curriculum.num_obstacles=[2]", "curriculum.num_cores=[2]",
+        "env.core_slots=2", f"evaluation.max_steps={MAX_STEPS}",
+    )  # fmt: skip
+    Trainer(cfg, path).train()
+    return path
+
+
+@pytest.fixture(scope="module")
+def recording(run_dir: Path):
+    agent, _ = load_agent(run_dir)
+    scenario = json.loads((run_dir / "eval_configs.json").read_text())[0]
+    return record_episode(agent, scenario, max_steps=MAX_STEPS)
+
+
+def test_recorded_episode_matches_the_evaluation(run_dir: Path, recording) -> None:
+    agent, config = load_agent(run_dir)
+    scenario = json.loads((run_dir / "eval_configs.json").read_text())[0]
+    T, R = recording.num_steps, scenario["env"]["num_robots"]
+    assert 1 <= T <= MAX_STEPS
+    assert recording.positions.shape == (T + 1, R, 2)
+    assert recording.headings.shape == (T + 1, R) and recording.rewards.shape == (T, R)
+    np.testing.assert_allclose(recording.positions[0], scenario["robots"]["start"], atol=1e-5)
+    # it ended: time out, a collision, or no robot left navigating
+    assert T == MAX_STEPS or recording.collided[-1].any() or not recording.active[-1].any()
+    # the evaluation of the same scenario with the same layout and seed saw the same episode
+    slots = (R, len(scenario["env"]["obstacles"]["positions"]),
+             len(scenario["env"]["cores"]["positions"]))  # fmt: skip
+    gamma = config["agent"]["gamma"]
+    evaluator = Evaluator([scenario], agent.action_kind, gamma, MAX_STEPS, *slots, "cpu",
+                          torch.float32, seed=253)  # fmt: skip
+    evaluation = evaluator.run(agent.policy)["episodes"]
+    discounted = (recording.rewards * gamma ** np.arange(T)[:, None]).sum(0).mean()
+    assert discounted == pytest.approx(evaluation["return"][0], rel=1e-12)
+    assert recording.success == evaluation["success"][0]
+    assert recording.step_time == pytest.approx(0.5)
+    again = record_episode(agent, scenario, max_steps=MAX_STEPS)  # deterministic policy
+    np.testing.assert_array_equal(again.positions, recording.positions)
+
+
+def test_frames_and_animation(recording, tmp_path: Path) -> None:
+    T = recording.num_steps
+    expected = list(range(0, T + 1, 3)) + ([T] if T % 3 else [])
+    assert frame_indices(recording, every=3) == expected
+    frames = save_frames(recording, tmp_path / "frames", every=3, dpi=50)
+    assert [p.name for p in frames] == [f"frame_{k:04d}.png" for k in expected]
+    for path in (frames[0], frames[-1]):
+        image = np.asarray(Image.open(path).convert("RGB"))
+        assert image.shape == (300, 300, 3)  # 6 x 6 inches at 50 dpi
+        assert len(np.unique(image.reshape(-1, 3), axis=0)) > 50  # not blank
+    gif = save_animation(recording, tmp_path / "episode.gif", every=3, dpi=50)
+    with Image.open(gif) as image:
+        assert image.n_frames == len(expected) and image.size == (300, 300)
+    with pytest.raises(ValueError, match="gif or .mp4"):
+        save_animation(recording, tmp_path / "episode.avi")
+
+
+def write_run(path: Path, agent: str, rounds: list[tuple[int, float, float, float | None]]):
+    """A fake run directory: Hydra config and ``evaluations.jsonl`` with
+    ``(timestep, return, success_rate, travel_time)`` rounds."""
+    (path / ".hydra").mkdir(parents=True)
+    (path / ".hydra" / "config.yaml").write_text(f"seed: 0\nagent:\n  name: {agent}\n")
+    lines = [
+        json.dumps({"timestep": t, "eval/return": r, "eval/success_rate": s,
+                    "eval/travel_time": time, "eval/energy": None if time is None else 10 * time})
+        for t, r, s, time in rounds
+    ]  # fmt: skip
+    (path / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def two_seeds(tmp_path: Path) -> list[Path]:
+    return [
+        write_run(tmp_path / "seed0", "sac", [(100, 1.0, 0.0, None), (200, 3.0, 0.5, 40.0)]),
+        write_run(tmp_path / "seed1", "sac",
+                  [(100, 2.0, 0.5, 30.0), (200, 7.0, 1.0, 50.0), (300, 9.0, 1.0, 45.0)]),
+    ]  # fmt: skip
+
+
+def test_seeds_average_to_mean_and_standard_error(two_seeds: list[Path], tmp_path: Path) -> None:
+    runs = load_runs(two_seeds)
+    assert [run.label for run in runs] == ["sac", "sac"]  # from .hydra/config.yaml
+    curves = aggregate(runs)
+    assert list(curves) == ["sac"]
+    sac = curves["sac"]
+    np.testing.assert_array_equal(sac["timesteps"], [100, 200])  # rounds of both seeds
+    np.testing.assert_allclose(sac["return_mean"], [1.5, 5.0])
+    # std with ddof=0 of two values a, b is |a - b| / 2; standard error = std / sqrt(2)
+    np.testing.assert_allclose(sac["return_stderr"], [0.5 / math.sqrt(2), 2.0 / math.sqrt(2)])
+    np.testing.assert_allclose(sac["success_rate_mean"], [0.25, 0.75])
+    np.testing.assert_allclose(sac["success_rate_stderr"], [0.25 / math.sqrt(2)] * 2)
+    # seed 0 had no success at 100: its travel time is left out, not averaged in as -1
+    np.testing.assert_allclose(sac["travel_time_mean"], [30.0, 45.0])
+    np.testing.assert_allclose(sac["travel_time_stderr"], [0.0, 5.0 / math.sqrt(2)])
+    np.testing.assert_array_equal(sac["travel_time_count"], [1, 2])
+    np.testing.assert_allclose(sac["energy_mean"], [300.0, 450.0])
+    # explicit labels: one group per seed, a single run has no spread
+    single = aggregate(load_runs(two_seeds, labels=["a", "b"]))
+    np.testing.assert_allclose(single["b"]["return_mean"], [2.0, 7.0, 9.0])
+    np.testing.assert_allclose(single["b"]["return_stderr"], [0.0, 0.0, 0.0])
+
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    axes = draw_learning_curves(fig, curves)
+    assert [ax.get_title() for ax in axes] == [
+        "Cumulative Reward", "Success Rate", "Average Travel Time (s)"]  # fmt: skip
+    for ax, metric in zip(axes, ("return", "success_rate", "travel_time"), strict=True):
+        np.testing.assert_allclose(ax.lines[0].get_xdata(), [100, 200])
+        np.testing.assert_allclose(ax.lines[0].get_ydata(), sac[f"{metric}_mean"])
+        band = ax.collections[0].get_paths()[0].vertices[:, 1]
+        low, high = (
+            sac[f"{metric}_mean"] - sac[f"{metric}_stderr"],
+            sac[f"{metric}_mean"] + sac[f"{metric}_stderr"],
+        )
+        np.testing.assert_allclose([band.min(), band.max()], [low.min(), high.max()])
+
+    path = tmp_path / "curves.png"
+    plot_learning_curves(two_seeds, path)
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.size == (1500, 450)
+
+
+def viz(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "marinenav.viz", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_command_line(run_dir: Path, two_seeds: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "episode"
+    result = viz("episode", str(run_dir), "--episode", "1", "--out", str(out), "--gif",
+                 "--every", "4", "--max-steps", "6")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    frames = sorted(out.glob("frame_*.png"))
+    steps = int(result.stdout.split(" steps")[0].split()[-1])  # "episode 1 of DIR: T steps"
+    assert 1 <= steps <= 6
+    assert len(frames) == len(range(0, steps + 1, 4)) + (steps % 4 != 0)
+    assert (out / "episode_1.gif").is_file() and str(out / "episode_1.gif") in result.stdout
+    assert all(str(p) in result.stdout for p in frames)
+
+    curves = tmp_path / "curves.png"
+    result = viz("curves", *map(str, two_seeds), "--out", str(curves), "--group-by", "agent")
+    assert result.returncode == 0, result.stderr
+    assert curves.is_file() and "success rate 1.000" in result.stdout
+
+    result = viz("episode", str(tmp_path / "missing"))
+    assert result.returncode == 2
+    assert "run directory" in result.stderr and "does not exist" in result.stderr
