@@ -1,5 +1,43 @@
-"""Pictures for people: rendering environments (headless matplotlib)."""
+"""Pictures for people (headless matplotlib): environment frames, recorded evaluation
+episodes (PNG frames, GIF), learning curves. Command line: ``python -m marinenav.viz``."""
 
-from marinenav.viz.frames import TrailRecorder, draw_environment, render_environment
+from marinenav.viz.curves import (
+    RunCurves,
+    aggregate,
+    draw_learning_curves,
+    load_runs,
+    plot_learning_curves,
+    read_evaluations,
+)
+from marinenav.viz.episode import EpisodeRecording, record_episode, save_animation, save_frames
+from marinenav.viz.frames import (
+    CurrentField,
+    FrameState,
+    TrailRecorder,
+    current_speed_field,
+    draw_environment,
+    draw_frame,
+    render_environment,
+    render_figure,
+)
 
-__all__ = ["TrailRecorder", "draw_environment", "render_environment"]
+__all__ = [
+    "CurrentField",
+    "EpisodeRecording",
+    "FrameState",
+    "RunCurves",
+    "TrailRecorder",
+    "aggregate",
+    "current_speed_field",
+    "draw_environment",
+    "draw_frame",
+    "draw_learning_curves",
+    "load_runs",
+    "plot_learning_curves",
+    "read_evaluations",
+    "record_episode",
+    "render_environment",
+    "render_figure",
+    "save_animation",
+    "save_frames",
+]

@@ -1,0 +1,147 @@
+"""Command line pictures of training runs.
+
+``python -m marinenav.viz episode RUN_DIR [--episode K] [--out DIR] [--gif] [--every N]``
+    replays episode ``K`` of the run's fixed evaluation set (``eval_configs.json``; default the
+    last, as the original's ``visualize_eval_episode.py``) with the run's trained agent,
+    deterministically, and writes one PNG per drawn step (and an animated GIF with ``--gif``).
+
+``python -m marinenav.viz curves RUN_DIR [RUN_DIR ...] --out learning_curves.png
+[--group-by agent | run | KEY] [--labels L ...]``
+    plots the learning curves of the runs, seeds of one label averaged (mean +- standard
+    error), and prints each run's last success rate.
+
+Exit status 0 on success, 2 on a usage error or a missing or incomplete run directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m marinenav.viz", description="Pictures of marinenav training runs."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    episode = commands.add_parser(
+        "episode", help="replay one evaluation episode of a run as PNG frames (and a GIF)"
+    )
+    episode.add_argument("run_dir", type=Path, help="run directory (holds checkpoint.pt)")
+    episode.add_argument(
+        "--episode",
+        type=int,
+        default=-1,
+        help="index into eval_configs.json, negative from the end (default -1)",
+    )
+    episode.add_argument(
+        "--out", type=Path, default=None, help="output directory (default RUN_DIR/episode_K)"
+    )
+    episode.add_argument("--gif", action="store_true", help="also write an animated GIF")
+    episode.add_argument("--every", type=int, default=1, help="draw every N-th step (default 1)")
+    episode.add_argument("--fps", type=float, default=10.0, help="GIF frames per second")
+    episode.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="episode step cap (default the run's evaluation.max_steps)",
+    )
+    episode.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    curves = commands.add_parser("curves", help="plot learning curves of one or several runs")
+    curves.add_argument("run_dirs", type=Path, nargs="+", help="run directories (seeds, agents)")
+    curves.add_argument(
+        "--out",
+        type=Path,
+        default=Path("learning_curves.png"),
+        help="image file (default learning_curves.png)",
+    )
+    curves.add_argument(
+        "--group-by", default="agent", help="agent (default), run, or a dotted config key"
+    )
+    curves.add_argument(
+        "--labels",
+        nargs="+",
+        default=None,
+        help="explicit group label per run directory (overrides --group-by)",
+    )
+    return parser  # fmt: skip
+
+
+def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    from marinenav.training.checkpoint import load_agent
+    from marinenav.viz.episode import record_episode, save_animation, save_frames
+
+    scenarios_path = args.run_dir / "eval_configs.json"
+    if not scenarios_path.is_file():
+        parser.error(f"no eval_configs.json in {args.run_dir}")
+    if args.every < 1:
+        parser.error(f"--every must be at least 1, got {args.every}")
+    scenarios = json.loads(scenarios_path.read_text())
+    if not -len(scenarios) <= args.episode < len(scenarios):
+        parser.error(f"--episode {args.episode} out of range: the run has {len(scenarios)}")
+    index = args.episode % len(scenarios)
+    try:
+        agent, config = load_agent(args.run_dir, args.device)
+    except FileNotFoundError as error:
+        parser.error(str(error))
+    scenario, env, evaluation = scenarios[index], config["env"], config["evaluation"]
+    # the run's evaluation layout and noise seed (the noise depends on both)
+    slots = (
+        max(env["robot_slots"], int(scenario["env"]["num_robots"])),
+        max(env["obstacle_slots"], len(scenario["env"]["obstacles"]["positions"])),
+        max(env["core_slots"], len(scenario["env"]["cores"]["positions"])),
+    )
+    recording = record_episode(
+        agent, scenario, args.max_steps or evaluation["max_steps"], args.device,
+        torch.float64 if env["dtype"] == "float64" else torch.float32, evaluation["seed"], *slots,
+    )  # fmt: skip
+    out = args.out if args.out is not None else args.run_dir / f"episode_{index}"
+    frames = save_frames(recording, out, every=args.every)
+    outcome = "success" if recording.success else "failure"
+    print(f"episode {index} of {args.run_dir}: {recording.num_steps} steps "
+          f"({recording.num_steps * recording.step_time:.1f} s), {outcome}")  # fmt: skip
+    print(f"{len(frames)} frames in {out}")
+    for path in frames:
+        print(path)
+    if args.gif:
+        print(save_animation(recording, out / f"episode_{index}.gif", args.every, args.fps))
+
+
+def _curves(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    from marinenav.viz.curves import load_runs, plot_learning_curves
+
+    if args.labels is not None and len(args.labels) != len(args.run_dirs):
+        parser.error(f"{len(args.labels)} labels for {len(args.run_dirs)} run directories")
+    try:
+        runs = load_runs(args.run_dirs, args.labels, args.group_by)
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(str(error))
+    for run in runs:
+        print(f"{run.run_dir} [{run.label}]: success rate {run.values['success_rate'][-1]:.3f} "
+              f"at timestep {run.timesteps[-1]}")  # fmt: skip
+    plot_learning_curves(args.run_dirs, args.out, args.labels, args.group_by)
+    print(args.out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (argparse exits with 2 on errors)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    run_dirs = [args.run_dir] if args.command == "episode" else args.run_dirs
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            parser.error(f"run directory {run_dir} does not exist")
+    if args.command == "episode":
+        _episode(args, parser)
+    else:
+        _curves(args, parser)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

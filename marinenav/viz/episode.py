@@ -1,0 +1,263 @@
+"""One evaluation episode of a trained agent, recorded for people: PNG frames and animations.
+
+:func:`record_episode` runs one scenario dict (the original's ``eval_configs.json`` layout) with
+the agent's deterministic policy, as the evaluation does (spec C4: the episode ends at the first
+collision or when every robot is done, at most ``max_steps`` steps), and copies what the
+pictures need to the host after every step. :func:`save_frames` and :func:`save_animation` draw
+it with :func:`marinenav.viz.frames.draw_frame`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from matplotlib.animation import FFMpegWriter, PillowWriter
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from marinenav.sim import InfoState, Scenario
+from marinenav.viz.frames import (
+    CurrentField,
+    FrameState,
+    current_speed_field,
+    draw_frame,
+    render_figure,
+)
+
+if TYPE_CHECKING:
+    from marinenav.agents import Agent
+
+COLLIDED = (int(InfoState.COLLISION), int(InfoState.DEACTIVATED_AFTER_COLLISION))
+REACHED = (int(InfoState.REACH_GOAL), int(InfoState.DEACTIVATED_AFTER_REACHING_GOAL))
+
+
+@dataclass
+class EpisodeRecording:
+    """An episode on the host, ``T`` steps, ``R`` robot slots; index ``k`` of the per-instant
+    arrays is the state after ``k`` steps (``k = 0``: the start).
+
+    Attributes:
+        scenario: the scenario dict that was run (original layout).
+        map: the same scenario as a one-environment CPU float64 :class:`Scenario`.
+        positions: ``[T + 1, R, 2]`` positions, world frame ``(x north, y east)`` (m).
+        headings: ``[T + 1, R]`` headings (rad, 0 = north).
+        velocities: ``[T + 1, R, 2]`` velocities over ground, world frame (m/s).
+        active: ``[T + 1, R]`` bool, robot present and still navigating.
+        collided: ``[T + 1, R]`` bool, robot has collided by then.
+        reached: ``[T + 1, R]`` bool, robot has reached its goal by then.
+        rewards: ``[T, R]`` reward of each step (0 for inactive robots).
+        info: ``[T, R]`` int, :class:`~marinenav.sim.InfoState` of each step.
+        step_time: duration of one step (s), ``dt * N`` (0.5 s by default).
+    """
+
+    scenario: dict[str, Any]
+    map: Scenario
+    positions: np.ndarray
+    headings: np.ndarray
+    velocities: np.ndarray
+    active: np.ndarray
+    collided: np.ndarray
+    reached: np.ndarray
+    rewards: np.ndarray
+    info: np.ndarray
+    step_time: float
+    _current: dict[int, CurrentField | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def num_steps(self) -> int:
+        """``T``, the steps the episode took."""
+        return self.rewards.shape[0]
+
+    @property
+    def present(self) -> np.ndarray:
+        """``[R]`` bool, robot slots in use."""
+        return self.map.robot_present[0].numpy()
+
+    @property
+    def success(self) -> bool:
+        """Every robot reached its goal (spec C4)."""
+        return bool((self.reached[-1] | ~self.present).all())
+
+    def frame(self, k: int) -> FrameState:
+        """The robots after ``k`` steps."""
+        return FrameState(
+            pos=self.positions[k], theta=self.headings[k], active=self.active[k],
+            collided=self.collided[k], reached=self.reached[k], step=k,
+            time=k * self.step_time, velocity=self.velocities[k],
+        )  # fmt: skip
+
+    def current_field(self, grid: int = 56) -> CurrentField | None:
+        """The current speed field of the map (computed once per grid size)."""
+        if grid not in self._current:
+            self._current[grid] = current_speed_field(self.map, grid)
+        return self._current[grid]
+
+    def title(self, k: int) -> str:
+        """``"step k / T (t s)"``, with the outcome on the last frame."""
+        text = f"step {k} / {self.num_steps} ({k * self.step_time:.1f} s)"
+        if k == self.num_steps:
+            if self.success:
+                text += ": all goals reached"
+            elif self.collided[k].any():
+                text += ": collision"
+            else:
+                text += ": time out"
+        return text
+
+    def draw(self, ax, k: int, current_grid: int = 56) -> None:
+        """Draw the state after ``k`` steps, with the trajectories so far, on ``ax``."""
+        draw_frame(ax, self.map, self.frame(k), self.positions[: k + 1],
+                   self.current_field(current_grid), title=self.title(k))  # fmt: skip
+
+
+def record_episode(
+    agent: Agent,
+    scenario: Mapping[str, Any],
+    max_steps: int = 1001,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    seed: int = 253,
+    robot_slots: int | None = None,
+    obstacle_slots: int | None = None,
+    core_slots: int | None = None,
+) -> EpisodeRecording:
+    """Run one scenario with the agent's deterministic policy until its episode ends.
+
+    The result is that of :class:`marinenav.training.evaluation.Evaluator` on ``[scenario]``
+    with the same seed, slots, device and dtype (the perception noise depends on all of them:
+    an episode evaluated in a batch of several differs a little).
+
+    Args:
+        agent: a trained agent (e.g. from :func:`marinenav.training.checkpoint.load_agent`),
+            on ``device``.
+        scenario: one scenario dict in the original's ``eval_configs.json`` layout.
+        max_steps: step cap of the episode (the original evaluation: 1001 steps of 0.5 s).
+        device, dtype: of the one-environment simulation (the run's ``env.dtype``).
+        seed: start of the perception-noise stream (the run's ``evaluation.seed``).
+        robot_slots, obstacle_slots, core_slots: padding of the environment; default the
+            scenario's counts.
+    """
+    from marinenav.envs import MarineNavEnv  # here: marinenav.envs imports marinenav.viz
+
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    env = MarineNavEnv.from_scenarios(
+        [scenario], action_kind=agent.action_kind, end_on_collision=True,
+        robot_slots=robot_slots, obstacle_slots=obstacle_slots, core_slots=core_slots,
+        device=device, dtype=dtype, validate=False, max_episode_steps=max_steps - 1,
+    )  # fmt: skip
+    env.set_seed(seed)  # as the evaluation: the noise is a function of the policy alone
+    sim = env.sim
+    snapshots: list[torch.Tensor] = []
+
+    def snapshot() -> None:  # host: a people tool, one read-back per step is fine
+        st = sim.state
+        snapshots.append(
+            torch.cat(
+                (st.pos[0], st.theta[0, :, None], st.velocity[0, :, :2], sim.active[0, :, None]),
+                dim=-1,
+            )
+            .double()
+            .cpu()  # fmt: skip
+        )
+
+    rewards, infos = [], []
+    was_training = agent.policy.training
+    agent.policy.eval()
+    try:
+        td = env.reset()
+        snapshot()
+        with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+            for _ in range(max_steps):
+                out = env.step(agent.policy(td))["next"]
+                snapshot()
+                rewards.append(out["agents", "reward"][0, :, 0].double().cpu())  # host: people
+                infos.append(out["agents", "info"][0].cpu())  # host: people
+                td = out
+                if bool(out["done"].any()):  # host: people
+                    break
+    finally:
+        agent.policy.train(was_training)
+    states = torch.stack(snapshots).numpy()
+    info = torch.stack(infos).numpy()
+    R = info.shape[1]
+    collided = np.concatenate((np.zeros((1, R), bool), np.isin(info, COLLIDED)))
+    reached = np.concatenate((np.zeros((1, R), bool), np.isin(info, REACHED)))
+    s = sim.scenario.index(0).to(device="cpu", dtype=torch.float64)
+    return EpisodeRecording(
+        scenario=dict(scenario), map=s, positions=states[..., 0:2], headings=states[..., 2],
+        velocities=states[..., 3:5], active=states[..., 5] > 0.5,
+        collided=np.logical_or.accumulate(collided, axis=0),
+        reached=np.logical_or.accumulate(reached, axis=0),
+        rewards=torch.stack(rewards).numpy(), info=info,
+        step_time=float(s.dt[0, 0]) * sim.num_substeps,
+    )  # fmt: skip
+
+
+def frame_indices(recording: EpisodeRecording, every: int = 1) -> list[int]:
+    """Steps drawn with ``every``: ``0, every, 2 every, ...`` and always the last one."""
+    if every < 1:
+        raise ValueError(f"every must be at least 1, got {every}")
+    indices = list(range(0, recording.num_steps + 1, every))
+    if indices[-1] != recording.num_steps:
+        indices.append(recording.num_steps)
+    return indices
+
+
+def save_frames(
+    recording: EpisodeRecording,
+    out_dir: str | Path,
+    every: int = 1,
+    size_inches: tuple[float, float] = (6.0, 6.0),
+    dpi: int = 100,
+) -> list[Path]:
+    """One PNG per drawn step (see :func:`frame_indices`), ``frame_KKKK.png`` of
+    ``size_inches * dpi`` pixels in ``out_dir`` (created); returns their paths in order."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    digits = max(4, len(str(recording.num_steps)))
+    paths = []
+    for k in frame_indices(recording, every):
+        path = out_dir / f"frame_{k:0{digits}d}.png"
+        render_figure(lambda ax, k=k: recording.draw(ax, k), size_inches, dpi, path)
+        paths.append(path)
+    return paths
+
+
+def save_animation(
+    recording: EpisodeRecording,
+    path: str | Path,
+    every: int = 1,
+    fps: float = 10.0,
+    size_inches: tuple[float, float] = (6.0, 6.0),
+    dpi: int = 100,
+) -> Path:
+    """Write the episode as an animated GIF (``.gif``, Pillow) or MP4 (``.mp4``, needs
+    ffmpeg), one frame per drawn step (see :func:`frame_indices`) at ``fps`` frames per
+    second of video; returns ``path``."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".gif":
+        writer = PillowWriter(fps=fps)
+    elif suffix == ".mp4":
+        if shutil.which("ffmpeg") is None:
+            raise RuntimeError("writing MP4 needs ffmpeg on PATH; write a .gif instead")
+        writer = FFMpegWriter(fps=fps)
+    else:
+        raise ValueError(f"animation path must end in .gif or .mp4, got {path.name}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = Figure(figsize=size_inches, dpi=dpi, layout="tight")
+    FigureCanvasAgg(fig)
+    with writer.saving(fig, str(path), dpi):
+        for k in frame_indices(recording, every):
+            fig.clear()
+            recording.draw(fig.add_subplot(1, 1, 1), k)
+            writer.grab_frame()
+    return path
