@@ -50,7 +50,10 @@ def evaluate_run(
     )  # fmt: skip
     if not scenario_files:
         evaluator.episodes_per_stage = config["curriculum"]["eval_episodes_per_stage"]
-    return evaluator.run(agent.policy), scenarios
+    metrics = evaluator.run(agent.policy)
+    metrics["setup"] = {"robot_slots": robots, "obstacle_slots": obstacles, "core_slots": cores,
+                        "seed": config["evaluation"]["seed"]}  # fmt: skip
+    return metrics, scenarios
 
 
 def format_table(metrics: dict[str, Any]) -> str:
@@ -91,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         agent, _ = load_agent(args.run_dir, args.device)
         target = Path(args.pictures_dir or Path(args.run_dir) / "pictures")
         for k, scenario in enumerate(scenarios[: args.pictures]):
-            recording = record_episode(agent, scenario, max_steps=args.max_steps)
+            recording = record_episode(
+                agent, scenario, max_steps=args.max_steps, **metrics["setup"]
+            )
             frames = save_frames(recording, target / f"episode_{k:03d}")
             gif = save_animation(recording, target / f"episode_{k:03d}.gif")
             print(f"episode {k}: {len(frames)} frames in {frames[0].parent}, animation {gif}")

@@ -62,3 +62,12 @@ def test_command_line(run_dir: Path, tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert missing.returncode == 2 and "no checkpoint" in missing.stderr
+
+
+def test_pictures_of_the_first_episode(run_dir: Path, tmp_path: Path) -> None:
+    from marinenav.evaluate import main
+
+    assert main([str(run_dir), "--max-steps", "30", "--pictures", "1",
+                 "--pictures-dir", str(tmp_path)]) == 0  # fmt: skip
+    frames = sorted((tmp_path / "episode_000").glob("*.png"))
+    assert len(frames) >= 2 and (tmp_path / "episode_000.gif").stat().st_size > 1000
