@@ -60,4 +60,5 @@ def step_norm_with_plain_sgd(agent, network: torch.nn.Module, optimizer: str, ki
     before = [p.detach().clone() for p in params]
     agent.optimizers[optimizer] = torch.optim.SGD(params, lr=1.0)
     agent.update(training_batch(32, kind))
-    return float(torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(params, before, strict=True))))
+    pairs = zip(params, before, strict=True)
+    return float(torch.sqrt(sum(((p.detach() - b) ** 2).sum() for p, b in pairs)))
