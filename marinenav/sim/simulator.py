@@ -40,7 +40,7 @@ from marinenav.sim.curriculum import (
     CurriculumSchedule,
     CurriculumTable,
 )
-from marinenav.sim.dynamics import VesselState, integrate_step, world_to_body
+from marinenav.sim.dynamics import VesselState, integrate_step
 from marinenav.sim.generation import generate_scenarios
 from marinenav.sim.perception import Observation, perceive
 from marinenav.sim.scenario import Scenario, default_scenario
@@ -608,4 +608,4 @@ def _schedule_for_slots(robots: int, obstacles: int, cores: int) -> CurriculumSc
     )
 
 
-__all__ = ["MarineNavSimulator", "StepResult", "ActionKind", "world_to_body"]
+__all__ = ["ActionKind", "MarineNavSimulator", "StepResult"]
