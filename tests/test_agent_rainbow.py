@@ -4,6 +4,7 @@ priorities), target copies, noise in acting, no host read-back, and learning the
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -332,3 +333,14 @@ def test_cuda_update_and_acting_never_synchronise() -> None:
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert out["priority"].device.type == "cuda"
+
+
+def test_checkpoint_state_restores_the_noise_stream() -> None:
+    agent = RainbowAgent()
+    agent.update(training_batch(16, "discrete"))
+    state = copy.deepcopy(agent.training_state_dict())  # state_dict() tensors alias the live ones
+    expected = agent.update(training_batch(16, "discrete"))["loss_q"]
+    restored = RainbowAgent()
+    restored.load_training_state_dict(state)
+    loss = restored.update(training_batch(16, "discrete"))["loss_q"]
+    torch.testing.assert_close(loss, expected, rtol=0, atol=0)

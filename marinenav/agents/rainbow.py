@@ -364,6 +364,17 @@ class RainbowAgent(Agent):
             self._generators[device] = generator
         return self._generators[device]
 
+    def training_state_dict(self) -> dict:
+        """Adds the update-noise streams to the base checkpoint state (exact resume)."""
+        state = super().training_state_dict()
+        state["noise_generators"] = {str(d): g.get_state() for d, g in self._generators.items()}
+        return state
+
+    def load_training_state_dict(self, state: dict) -> None:
+        super().load_training_state_dict(state)
+        for device, generator_state in state.get("noise_generators", {}).items():
+            self.noise_generator(torch.device(device)).set_state(generator_state)
+
     def update(self, batch: TensorDictBase) -> TensorDict:
         check_batch(batch, self.action_kind)
         device = self.network.support.device
