@@ -62,3 +62,17 @@ def step_norm_with_plain_sgd(agent, network: torch.nn.Module, optimizer: str, ki
     agent.update(training_batch(32, kind))
     pairs = zip(params, before, strict=True)
     return float(torch.sqrt(sum(((p.detach() - b) ** 2).sum() for p, b in pairs)))
+
+
+def assert_terminated_do_not_bootstrap(target_quantiles, action_kind: str) -> None:
+    """Quantile targets ``target_quantiles(batch, tau) -> [B, 8]`` equal the reward exactly
+    for terminated transitions and bootstrap (differ from it) for truncated ones."""
+    batch = training_batch(64, action_kind, seed=1)
+    nxt = batch["next"]
+    terminated = nxt["terminated"].squeeze(-1)
+    truncated = nxt["done"].squeeze(-1) & ~terminated
+    assert terminated.any() and truncated.any()
+    target = target_quantiles(batch, torch.rand(64, 8))
+    reward = nxt["reward"].expand(-1, 8)
+    assert torch.equal(target[terminated], reward[terminated])
+    assert (target[truncated] != reward[truncated]).all()

@@ -8,7 +8,7 @@ import torch
 from tensordict import TensorDict
 
 from marinenav.agents.ac_iqn import ACIQNAgent, ACIQNConfig
-from tests.agent_utils import observation, training_batch
+from tests.agent_utils import assert_terminated_do_not_bootstrap, observation, training_batch
 from tests.learning_utils import random_return, train_briefly
 from tests.test_no_host_sync import count_read_backs
 
@@ -63,16 +63,7 @@ def test_critic_loss_matches_the_written_out_definition() -> None:
 
 
 def test_terminated_transitions_do_not_bootstrap_and_truncated_ones_do() -> None:
-    agent = ACIQNAgent()
-    batch = training_batch(64, "continuous", seed=1)
-    nxt = batch["next"]
-    terminated = nxt["terminated"].squeeze(-1)
-    truncated = nxt["done"].squeeze(-1) & ~terminated
-    assert terminated.any() and truncated.any()
-    target = agent.loss_module.target_quantiles(batch, torch.rand(64, 8))
-    reward = nxt["reward"].expand(-1, 8)
-    assert torch.equal(target[terminated], reward[terminated])
-    assert (target[truncated] != reward[truncated]).all()
+    assert_terminated_do_not_bootstrap(ACIQNAgent().loss_module.target_quantiles, "continuous")
 
 
 def test_actor_loss_is_minus_the_mean_quantile_of_the_actor_action() -> None:

@@ -12,6 +12,7 @@ from tensordict import TensorDict
 from marinenav.agents.iqn import IQNAgent, IQNConfig, iqn_target
 from marinenav.agents.quantile import quantile_huber_loss
 from tests.agent_utils import (
+    assert_terminated_do_not_bootstrap,
     assert_update_spares_targets_and_copy_syncs,
     observation,
     step_norm_with_plain_sgd,
@@ -132,16 +133,7 @@ def test_loss_matches_the_written_out_definition() -> None:
 
 
 def test_terminated_transitions_do_not_bootstrap_and_truncated_ones_do() -> None:
-    agent = IQNAgent()
-    batch = training_batch(64, "discrete", seed=1)
-    nxt = batch["next"]
-    terminated = nxt["terminated"].squeeze(-1)
-    truncated = nxt["done"].squeeze(-1) & ~terminated
-    assert terminated.any() and truncated.any()
-    target = agent.loss_module.target_quantiles(batch, torch.rand(64, 8))
-    reward = nxt["reward"].expand(-1, 8)
-    assert torch.equal(target[terminated], reward[terminated])
-    assert (target[truncated] != reward[truncated]).all()
+    assert_terminated_do_not_bootstrap(IQNAgent().loss_module.target_quantiles, "discrete")
 
 
 def test_importance_weights_scale_the_per_sample_losses() -> None:

@@ -105,7 +105,7 @@ class Agent(nn.Module):
 
 def make_adam(parameters, lr: float) -> torch.optim.Adam:
     """Adam with the original's settings. ``fused=True``: one kernel per step, and no host read
-    of the step counters (the default implementation calls ``.item()`` on each of them)."""
+    of the step counters (the default implementation calls ``item()`` on each of them)."""
     return torch.optim.Adam(parameters, lr=lr, fused=True)
 
 

@@ -32,7 +32,7 @@ Deviations from the original:
   terminal (quirk A8).
 * ``normalize_observations=True`` (off by default) scales the network inputs (not original).
 * The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
-  ``.item()`` of the step counters, which the default single-tensor / foreach Adam reads back
+  ``item()`` calls on the step counters, which the default single-tensor / foreach Adam reads back
   once per parameter (DESIGN rule 1: no read-back in the update step).
 """
 

@@ -52,7 +52,7 @@ Deviations from the original (quirks of B6 replaced by the standard algorithm):
 * One Adam holds both critics' stacked parameters (equivalent, see above); the gradient clip
   is still per critic.
 * The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
-  ``.item()`` of the step counters, which the default single-tensor / foreach Adam reads back
+  ``item()`` calls on the step counters, which the default single-tensor / foreach Adam reads back
   once per parameter (DESIGN rule 1: no read-back in the update step).
 * ``normalize_observations=True`` (off by default) scales the network inputs (not original).
 """

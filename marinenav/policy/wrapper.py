@@ -3,7 +3,7 @@
 It reads a robot observation (self state, objects, object mask) from a TensorDict of any batch
 shape, runs one batched forward pass of an agent's :class:`ActionSelector` on the batch's
 device, mixes in epsilon-random actions with one ``rand < eps`` mask and ``torch.where``, and
-writes the action. No ``.item()``, no Python branch on tensor values, no loop over samples.
+writes the action. No ``item()`` read-back, no Python branch on tensor values, no loop over samples.
 
 Modes: exploration (epsilon and stochastic policies) when TorchRL's exploration type is
 ``RANDOM``, or, outside any ``set_exploration_type`` context, when the module is in training

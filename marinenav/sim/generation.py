@@ -47,7 +47,7 @@ distances and assumed non-negative. Masks are 1/0 floats and work buffers are re
 slots: on CPU, bool comparisons, ``torch.where`` and fresh ``[n, 500]`` allocations cost several
 times the arithmetic.
 
-No host synchronisation: no ``.item()``, no boolean-mask indexing, no data-dependent Python
+No host synchronisation: no ``item()`` read-back, no boolean-mask indexing, no data-dependent Python
 branch; on CUDA the whole call is a fixed sequence of kernel launches.
 
 Units: metres, seconds, radians; circulation ``Gamma`` in m^2/s. Frames: world (spec A0).
