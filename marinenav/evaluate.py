@@ -15,11 +15,36 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import torch
-
+from marinenav.agents import Agent
 from marinenav.sim import load_scenario_file
-from marinenav.training.checkpoint import checkpoint_path, load_agent
-from marinenav.training.evaluation import Evaluator
+from marinenav.training.checkpoint import load_agent
+from marinenav.training.evaluation import Evaluator, evaluation_setup
+
+
+def evaluate_agent(
+    agent: Agent,
+    config: dict[str, Any],
+    scenarios: list[dict],
+    device: str = "cpu",
+    max_steps: int = 1001,
+    episodes_per_stage: int | None = None,
+) -> dict[str, Any]:
+    """Metrics of ``agent`` (trained in a run with ``config``) on ``scenarios``."""
+    if not scenarios:
+        raise ValueError("no scenarios to evaluate")
+    setup = evaluation_setup(config, scenarios)
+    evaluator = Evaluator(
+        scenarios, agent.action_kind, agent.config.gamma, max_steps, device=device, **setup
+    )
+    evaluator.episodes_per_stage = episodes_per_stage
+    return evaluator.run(agent.policy)
+
+
+def run_scenarios(run_dir: str | Path, scenario_files: list[str | Path] | None) -> list[dict]:
+    """The scenarios of the given files (original layout), or the run's own evaluation set."""
+    if scenario_files:
+        return [s for path in scenario_files for s in load_scenario_file(path)]
+    return json.loads((Path(run_dir) / "eval_configs.json").read_text())
 
 
 def evaluate_run(
@@ -30,30 +55,9 @@ def evaluate_run(
 ) -> tuple[dict[str, Any], list[dict]]:
     """Metrics of the run's agent on a scenario set, and the scenarios used."""
     agent, config = load_agent(run_dir, device)
-    if scenario_files:
-        scenarios = [s for path in scenario_files for s in load_scenario_file(path)]
-    else:
-        scenarios = json.loads((Path(run_dir) / "eval_configs.json").read_text())
-    if not scenarios:
-        raise ValueError("no scenarios to evaluate")
-    # the run's slots (the noise streams depend on the tensor shapes), more if a file needs it
-    env_cfg = config["env"]
-    robots = max(env_cfg["robot_slots"], *(int(s["env"]["num_robots"]) for s in scenarios))
-    obstacles = max(
-        env_cfg["obstacle_slots"], *(len(s["env"]["obstacles"]["positions"]) for s in scenarios)
-    )
-    cores = max(env_cfg["core_slots"], *(len(s["env"]["cores"]["positions"]) for s in scenarios))
-    dtype = torch.float64 if config["env"]["dtype"] == "float64" else torch.float32
-    evaluator = Evaluator(
-        scenarios, agent.action_kind, agent.config.gamma, max_steps, robots, obstacles, cores,
-        device, dtype, seed=config["evaluation"]["seed"],
-    )  # fmt: skip
-    if not scenario_files:
-        evaluator.episodes_per_stage = config["curriculum"]["eval_episodes_per_stage"]
-    metrics = evaluator.run(agent.policy)
-    metrics["setup"] = {"robot_slots": robots, "obstacle_slots": obstacles, "core_slots": cores,
-                        "seed": config["evaluation"]["seed"]}  # fmt: skip
-    return metrics, scenarios
+    scenarios = run_scenarios(run_dir, scenario_files)
+    per_stage = None if scenario_files else config["curriculum"]["eval_episodes_per_stage"]
+    return evaluate_agent(agent, config, scenarios, device, max_steps, per_stage), scenarios
 
 
 def format_table(metrics: dict[str, Any]) -> str:
@@ -80,8 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pictures-dir", default=None, help="default: RUN_DIR/pictures")
     args = parser.parse_args(argv)
     try:
-        checkpoint_path(args.run_dir)
-        metrics, scenarios = evaluate_run(args.run_dir, args.scenarios, args.device, args.max_steps)
+        agent, config = load_agent(args.run_dir, args.device)
+        scenarios = run_scenarios(args.run_dir, args.scenarios)
+        per_stage = None if args.scenarios else config["curriculum"]["eval_episodes_per_stage"]
+        metrics = evaluate_agent(agent, config, scenarios, args.device, args.max_steps, per_stage)
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -91,12 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.pictures:
         from marinenav.viz import record_episode, save_animation, save_frames
 
-        agent, _ = load_agent(args.run_dir, args.device)
         target = Path(args.pictures_dir or Path(args.run_dir) / "pictures")
         for k, scenario in enumerate(scenarios[: args.pictures]):
             recording = record_episode(
-                agent, scenario, max_steps=args.max_steps, **metrics["setup"]
-            )
+                agent, scenario, args.max_steps, args.device,
+                **evaluation_setup(config, scenarios),
+            )  # fmt: skip
             frames = save_frames(recording, target / f"episode_{k:03d}")
             gif = save_animation(recording, target / f"episode_{k:03d}.gif")
             print(f"episode {k}: {len(frames)} frames in {frames[0].parent}, animation {gif}")

@@ -12,6 +12,7 @@ episodes, success rate, and mean time and energy over the successful episodes on
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -45,6 +46,25 @@ def evaluation_scenarios(
     base.is_eval_env.fill_(True)
     generator = torch.Generator().manual_seed(seed)
     return scenarios_to_dicts(generate_scenarios(base, *params, generator=generator))
+
+
+def evaluation_setup(config: Mapping[str, Any], scenarios: Sequence[Mapping]) -> dict[str, Any]:
+    """A run's evaluation layout for ``scenarios``, as keyword arguments of :class:`Evaluator`
+    and ``marinenav.viz.record_episode``: the run's slots (more where a scenario needs them),
+    precision and noise seed. The perception noise depends on all of them, so these reproduce
+    the run's own evaluations."""
+    env = config["env"]
+    return {
+        "robot_slots": max(env["robot_slots"], *(int(s["env"]["num_robots"]) for s in scenarios)),
+        "obstacle_slots": max(
+            env["obstacle_slots"], *(len(s["env"]["obstacles"]["positions"]) for s in scenarios)
+        ),
+        "core_slots": max(
+            env["core_slots"], *(len(s["env"]["cores"]["positions"]) for s in scenarios)
+        ),
+        "dtype": torch.float64 if env["dtype"] == "float64" else torch.float32,
+        "seed": config["evaluation"]["seed"],
+    }
 
 
 class Evaluator:

@@ -96,10 +96,11 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         resume_from = self._checkpoint_to_resume()  # fails before any work if missing
         self.device = resolve_device(cfg.device)
+        schedule = schedule_of(cfg)
         torch.manual_seed(cfg.seed)
         self.agent = self._make_agent()
         self.env = MarineNavEnv(
-            cfg.env.num_envs, self.agent.action_kind, schedule=schedule_of(cfg),
+            cfg.env.num_envs, self.agent.action_kind, schedule=schedule,
             robot_slots=cfg.env.robot_slots, obstacle_slots=cfg.env.obstacle_slots,
             core_slots=cfg.env.core_slots, device=self.device, dtype=self.dtype,
             seed=cfg.seed, max_episode_steps=cfg.env.max_episode_steps, validate=False,
@@ -122,7 +123,7 @@ class Trainer:
             seed=cfg.seed,
         )  # fmt: skip
         scenarios = evaluation_scenarios(
-            schedule_of(cfg), cfg.curriculum.eval_episodes_per_stage, cfg.evaluation.seed,
+            schedule, cfg.curriculum.eval_episodes_per_stage, cfg.evaluation.seed,
             cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots,
         )  # fmt: skip
         (self.run_dir / "eval_configs.json").write_text(json.dumps(scenarios))

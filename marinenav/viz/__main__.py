@@ -21,8 +21,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import torch
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -74,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     from marinenav.training.checkpoint import load_agent
+    from marinenav.training.evaluation import evaluation_setup
     from marinenav.viz.episode import record_episode, save_animation, save_frames
 
     scenarios_path = args.run_dir / "eval_configs.json"
@@ -89,16 +88,10 @@ def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         agent, config = load_agent(args.run_dir, args.device)
     except FileNotFoundError as error:
         parser.error(str(error))
-    scenario, env, evaluation = scenarios[index], config["env"], config["evaluation"]
     # the run's evaluation layout and noise seed (the noise depends on both)
-    slots = (
-        max(env["robot_slots"], int(scenario["env"]["num_robots"])),
-        max(env["obstacle_slots"], len(scenario["env"]["obstacles"]["positions"])),
-        max(env["core_slots"], len(scenario["env"]["cores"]["positions"])),
-    )
     recording = record_episode(
-        agent, scenario, args.max_steps or evaluation["max_steps"], args.device,
-        torch.float64 if env["dtype"] == "float64" else torch.float32, evaluation["seed"], *slots,
+        agent, scenarios[index], args.max_steps or config["evaluation"]["max_steps"],
+        args.device, **evaluation_setup(config, [scenarios[index]]),
     )  # fmt: skip
     out = args.out if args.out is not None else args.run_dir / f"episode_{index}"
     frames = save_frames(recording, out, every=args.every)
