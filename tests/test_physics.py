@@ -68,19 +68,7 @@ def _steady(thrust_left: float, thrust_right: float, steps: int = 300) -> Vessel
     no_current = lambda p: torch.zeros_like(p)  # noqa: E731
     rate = torch.zeros(1, 1, 2, dtype=torch.float64)
     for _ in range(steps):
-        state = integrate_step(
-            state,
-            rate,
-            10,
-            s.dt,
-            s.min_thrust,
-            s.max_thrust,
-            s.hydro,
-            s.init_thruster_angle,
-            s.length,
-            s.width_hull,
-            no_current,
-        )
+        state = integrate_step(state, rate, 10, s, no_current)
     return state
 
 
@@ -117,19 +105,7 @@ def test_thrust_change_is_clipped_to_bounds() -> None:
         thrust=torch.tensor([[[900.0, -400.0], [0.0, 0.0]]], dtype=torch.float64),
     )
     rate = torch.tensor([[[1000.0, -1000.0], [500.0, -500.0]]], dtype=torch.float64)
-    out = integrate_step(
-        state,
-        rate,
-        10,
-        s.dt,
-        s.min_thrust,
-        s.max_thrust,
-        s.hydro,
-        s.init_thruster_angle,
-        s.length,
-        s.width_hull,
-        lambda p: torch.zeros_like(p),
-    )
+    out = integrate_step(state, rate, 10, s, lambda p: torch.zeros_like(p))
     torch.testing.assert_close(
         out.thrust, torch.tensor([[[1000.0, -500.0], [250.0, -250.0]]], dtype=torch.float64)
     )

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from marinenav.sim.constants import HYDRO_KEYS
+from marinenav.sim.scenario import Scenario
 
 _H = {name: i for i, name in enumerate(HYDRO_KEYS)}
 TWO_PI = 2 * math.pi
@@ -159,13 +160,7 @@ def integrate_step(
     state: VesselState,
     thrust_rate: torch.Tensor,
     num_substeps: int,
-    dt: torch.Tensor,
-    min_thrust: torch.Tensor,
-    max_thrust: torch.Tensor,
-    hydro: torch.Tensor,
-    thruster_angle: torch.Tensor,
-    length: torch.Tensor,
-    width: torch.Tensor,
+    vessel: Scenario,
     current_at: Callable[[torch.Tensor], torch.Tensor],
 ) -> VesselState:
     """Advance every robot slot by one environment step (``num_substeps`` sub-steps of ``dt``).
@@ -174,11 +169,10 @@ def integrate_step(
         state: current state, ``[E, R, ...]``.
         thrust_rate: ``[E, R, 2]`` thrust change rates (N/s) applied at sub-step 0.
         num_substeps: ``N`` (10 in the original).
-        dt: ``[E, R]`` sub-step (s).
-        min_thrust, max_thrust: ``[E, R]`` thrust bounds (N).
-        hydro: ``[E, R, 21]`` vessel coefficients.
-        thruster_angle: ``[E, R, 2]`` (rad).
-        length, width: ``[E, R]`` hull dimensions (m).
+        vessel: the scenario batch whose vessel constants are used: ``dt`` (s),
+            ``min_thrust`` / ``max_thrust`` (N), ``hydro`` coefficients,
+            ``init_thruster_angle`` (rad), hull ``length`` and ``width_hull`` (m), all
+            ``[E, R, ...]``.
         current_at: maps positions ``[E, R, 2]`` to the current ``[E, R, 2]`` (m/s, world).
 
     Returns:
@@ -187,6 +181,8 @@ def integrate_step(
     """
     pos, theta, velocity_r, thrust = state.pos, state.theta, state.velocity_r, state.thrust
     velocity = state.velocity
+    dt, hydro = vessel.dt, vessel.hydro
+    min_thrust, max_thrust = vessel.min_thrust, vessel.max_thrust
     mass_inv = mass_matrix_inverse(hydro)
     dt3 = dt.unsqueeze(-1)
     tau = None
@@ -200,7 +196,9 @@ def integrate_step(
             thrust = torch.minimum(
                 torch.maximum(thrust + change, min_thrust.unsqueeze(-1)), max_thrust.unsqueeze(-1)
             )
-            tau = thruster_forces(thrust, thruster_angle, length, width)
+            tau = thruster_forces(
+                thrust, vessel.init_thruster_angle, vessel.length, vessel.width_hull
+            )
         cos, sin = torch.cos(theta), torch.sin(theta)
         rel = world_to_body(velocity_r[..., :2], cos, sin)
         ground = world_to_body(velocity[..., :2], cos, sin)

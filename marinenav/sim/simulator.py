@@ -365,19 +365,7 @@ class MarineNavSimulator:
         thrust_rate = self._thrust_rate(actions, active)
         s, st = self.scenario, self.state
         dist_before = torch.linalg.vector_norm(s.goal - st.pos, dim=-1)
-        moved = integrate_step(
-            st,
-            thrust_rate,
-            self.num_substeps,
-            s.dt,
-            s.min_thrust,
-            s.max_thrust,
-            s.hydro,
-            s.init_thruster_angle,
-            s.length,
-            s.width_hull,
-            self._current,
-        )
+        moved = integrate_step(st, thrust_rate, self.num_substeps, s, self._current)
         a2, a3 = active, active.unsqueeze(-1)
         torch.where(a3, moved.pos, st.pos, out=st.pos)
         torch.where(a2, moved.theta, st.theta, out=st.theta)
