@@ -76,3 +76,25 @@ def assert_terminated_do_not_bootstrap(target_quantiles, action_kind: str) -> No
     reward = nxt["reward"].expand(-1, 8)
     assert torch.equal(target[terminated], reward[terminated])
     assert (target[truncated] != reward[truncated]).all()
+
+
+def observation_of(td) -> tuple[torch.Tensor, ...]:
+    """``(self_state, objects, objects_mask)`` of a flat batch, in network argument order."""
+    return tuple(td[key] for key in ("self_state", "objects", "objects_mask"))
+
+
+def parameter_values(params) -> list[torch.Tensor]:
+    """Detached copies of every leaf of a TensorDict of parameters."""
+    return [p.detach().clone() for p in params.values(True, True)]
+
+
+def all_equal(a, b) -> bool:
+    """Whether two sequences of tensors are equal element by element."""
+    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def robot_observations(E: int, R: int, seed: int = 0) -> TensorDict:
+    """Random observations in ``MarineNavEnv``'s layout: an ``("agents", ...)`` group
+    ``[E, R]`` in a TensorDict ``[E]``."""
+    obs = observation(E * R, torch.Generator().manual_seed(seed))
+    return TensorDict({"agents": {k: v.reshape(E, R, *v.shape[1:]) for k, v in obs.items()}}, [E])

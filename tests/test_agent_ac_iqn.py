@@ -5,10 +5,14 @@ update order, target copies, acting, no host read-backs, and learning the tiny p
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDict
 
 from marinenav.agents.ac_iqn import ACIQNAgent, ACIQNConfig
-from tests.agent_utils import assert_terminated_do_not_bootstrap, observation, training_batch
+from tests.agent_utils import (
+    assert_terminated_do_not_bootstrap,
+    observation_of,
+    robot_observations,
+    training_batch,
+)
 from tests.learning_utils import random_return, train_briefly
 from tests.test_no_host_sync import count_read_backs
 
@@ -138,14 +142,13 @@ def test_targets_are_untouched_by_update_and_copied_exactly_by_update_targets() 
 
 def test_policy_acts_with_the_actor_when_deterministic() -> None:
     agent = ACIQNAgent()
-    obs = observation(12, torch.Generator().manual_seed(0))
-    td = TensorDict({"agents": {k: v.reshape(3, 4, *v.shape[1:]) for k, v in obs.items()}}, [3])
+    td = robot_observations(3, 4)
     agent.policy.eval()
     action = agent.policy(td)["agents", "action"]
     assert action.shape == (3, 4, 2)
     with torch.no_grad():
-        expected = agent.actor(obs["self_state"], obs["objects"], obs["objects_mask"])
-    torch.testing.assert_close(action.reshape(12, 2), expected)
+        expected = agent.actor(*observation_of(td["agents"]))
+    torch.testing.assert_close(action, expected)
     assert (action.abs() < 1).all()
 
 

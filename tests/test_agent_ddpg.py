@@ -9,23 +9,10 @@ import copy
 import torch
 import torch.nn.functional as F
 
-from marinenav.agents.base import OBSERVATION_KEYS
 from marinenav.agents.ddpg import DDPGAgent, DDPGConfig
-from tests.agent_utils import training_batch
+from tests.agent_utils import all_equal, observation_of, parameter_values, training_batch
 from tests.learning_utils import random_return, train_briefly
 from tests.test_no_host_sync import count_read_backs
-
-
-def _obs(td):
-    return tuple(td[key] for key in OBSERVATION_KEYS)
-
-
-def _values(params):
-    return [p.detach().clone() for p in params.values(True, True)]
-
-
-def _same(a, b) -> bool:
-    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def test_parameter_counts_match_the_original() -> None:
@@ -44,13 +31,15 @@ def test_critic_loss_is_smooth_l1_to_the_target_networks() -> None:
     truncated = nxt["done"].squeeze(-1) & ~terminated
     assert terminated.any() and truncated.any()
     with torch.no_grad():
-        q = agent.critic(*_obs(batch), batch["action"]).squeeze(-1)
-        next_q = target_critic(*_obs(nxt), target_actor(*_obs(nxt))).squeeze(-1)
+        q = agent.critic(*observation_of(batch), batch["action"]).squeeze(-1)
+        next_q = target_critic(*observation_of(nxt), target_actor(*observation_of(nxt))).squeeze(-1)
         reward = nxt["reward"].squeeze(-1)
         # truncated transitions bootstrap, terminated ones do not
         expected = F.smooth_l1_loss(q, reward + 0.99 * (~terminated) * next_q)
         on_done = F.smooth_l1_loss(q, reward + 0.99 * (~nxt["done"].squeeze(-1)) * next_q)
-        online_next = agent.critic(*_obs(nxt), agent.actor(*_obs(nxt))).squeeze(-1)
+        online_next = agent.critic(*observation_of(nxt), agent.actor(*observation_of(nxt))).squeeze(
+            -1
+        )
         with_online = F.smooth_l1_loss(q, reward + 0.99 * (~terminated) * online_next)
     loss, _ = agent.loss_module.loss_value(batch.clone())
     torch.testing.assert_close(loss, expected)
@@ -62,7 +51,7 @@ def test_actor_loss_is_minus_the_mean_online_q() -> None:
     agent = DDPGAgent()
     batch = training_batch(32, "continuous", seed=3)
     with torch.no_grad():
-        expected = -agent.critic(*_obs(batch), agent.actor(*_obs(batch))).mean()
+        expected = -agent.critic(*observation_of(batch), agent.actor(*observation_of(batch))).mean()
     loss, _ = agent.loss_module.loss_actor(batch)
     torch.testing.assert_close(loss, expected)
 
@@ -71,28 +60,35 @@ def test_each_step_moves_only_its_own_network() -> None:
     agent = DDPGAgent()
     lm = agent.loss_module
     batch = training_batch(32, "continuous", seed=4)
-    actor, critic = _values(lm.actor_network_params), _values(lm.value_network_params)
-    targets = _values(lm.target_actor_network_params) + _values(lm.target_value_network_params)
+    actor, critic = (
+        parameter_values(lm.actor_network_params),
+        parameter_values(lm.value_network_params),
+    )
+    targets = parameter_values(lm.target_actor_network_params) + parameter_values(
+        lm.target_value_network_params
+    )
 
     agent.critic_step(batch)
-    assert _same(_values(lm.actor_network_params), actor)
-    assert not _same(_values(lm.value_network_params), critic)
-    critic = _values(lm.value_network_params)
+    assert all_equal(parameter_values(lm.actor_network_params), actor)
+    assert not all_equal(parameter_values(lm.value_network_params), critic)
+    critic = parameter_values(lm.value_network_params)
 
     agent.actor_step(batch)
-    assert _same(_values(lm.value_network_params), critic)
-    assert not _same(_values(lm.actor_network_params), actor)
+    assert all_equal(parameter_values(lm.value_network_params), critic)
+    assert not all_equal(parameter_values(lm.actor_network_params), actor)
 
     agent.update(batch)
-    now = _values(lm.target_actor_network_params) + _values(lm.target_value_network_params)
-    assert _same(now, targets)  # update never touches the targets
+    now = parameter_values(lm.target_actor_network_params) + parameter_values(
+        lm.target_value_network_params
+    )
+    assert all_equal(now, targets)  # update never touches the targets
 
     agent.update_targets()
     for online, target in (
         (lm.actor_network_params, lm.target_actor_network_params),
         (lm.value_network_params, lm.target_value_network_params),
     ):
-        assert _same(_values(online), _values(target))
+        assert all_equal(parameter_values(online), parameter_values(target))
 
 
 def test_gradient_norm_is_clipped_per_network() -> None:

@@ -14,7 +14,7 @@ from marinenav.agents.quantile import quantile_huber_loss
 from tests.agent_utils import (
     assert_terminated_do_not_bootstrap,
     assert_update_spares_targets_and_copy_syncs,
-    observation,
+    robot_observations,
     step_norm_with_plain_sgd,
     training_batch,
 )
@@ -164,8 +164,7 @@ def test_gradient_norm_is_clipped() -> None:
 
 def test_policy_acts_on_a_batch_of_robots() -> None:
     agent = IQNAgent()
-    obs = observation(12, torch.Generator().manual_seed(0))
-    td = TensorDict({"agents": {k: v.reshape(3, 4, *v.shape[1:]) for k, v in obs.items()}}, [3])
+    td = robot_observations(3, 4)
     agent.policy.eval()
     action = agent.policy(td)["agents", "action"]
     assert action.shape == (3, 4) and action.dtype == torch.int64

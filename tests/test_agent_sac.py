@@ -12,28 +12,15 @@ import torch
 import torch.nn.functional as F
 from torch.distributions import Normal
 
-from marinenav.agents.base import OBSERVATION_KEYS
 from marinenav.agents.sac import AtanSquashedNormal, SACAgent, SACConfig
 from marinenav.policy.networks import QCritic, squash
-from tests.agent_utils import training_batch
+from tests.agent_utils import all_equal, observation_of, parameter_values, training_batch
 from tests.learning_utils import random_return, train_briefly
 from tests.test_no_host_sync import count_read_backs
 
 
-def _obs(td):
-    return tuple(td[key] for key in OBSERVATION_KEYS)
-
-
-def _values(params):
-    return [p.detach().clone() for p in params.values(True, True)]
-
-
-def _same(a, b) -> bool:
-    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
-
-
 def _state_equal(a: torch.nn.Module, b: torch.nn.Module) -> bool:
-    return _same(list(a.state_dict().values()), list(b.state_dict().values()))
+    return all_equal(list(a.state_dict().values()), list(b.state_dict().values()))
 
 
 def test_parameter_counts_match_the_original() -> None:
@@ -100,15 +87,18 @@ def test_critic_target_is_the_soft_min_q_of_the_current_actor() -> None:
     torch.manual_seed(5)
     noise = torch.randn(16, 2)  # the one draw of the target: a' ~ pi(.|s')
     with torch.no_grad():
-        loc, log_std = agent.actor(*_obs(nxt))  # the current actor (quirk B6 fixed)
+        loc, log_std = agent.actor(*observation_of(nxt))  # the current actor (quirk B6 fixed)
         z = loc + log_std.exp() * noise
         next_action = squash(z)
         log_prob = (
             Normal(loc, log_std.exp()).log_prob(z) - math.log(2 / math.pi) + torch.log1p(z**2)
         ).sum(-1)
-        next_q = torch.minimum(*(t(*_obs(nxt), next_action).squeeze(-1) for t in targets))
+        next_q = torch.minimum(*(t(*observation_of(nxt), next_action).squeeze(-1) for t in targets))
         y = nxt["reward"].squeeze(-1) + cfg.gamma * (~terminated) * (next_q - cfg.alpha * log_prob)
-        q = [agent.critic_network(k)(*_obs(batch), batch["action"]).squeeze(-1) for k in (0, 1)]
+        q = [
+            agent.critic_network(k)(*observation_of(batch), batch["action"]).squeeze(-1)
+            for k in (0, 1)
+        ]
         expected = F.mse_loss(q[0], y) + F.mse_loss(q[1], y)
     torch.testing.assert_close(loss, expected)
 
@@ -122,13 +112,16 @@ def test_actor_loss_is_alpha_log_pi_minus_min_q() -> None:
     torch.manual_seed(6)
     noise = torch.randn(16, 2)
     with torch.no_grad():
-        loc, log_std = agent.actor(*_obs(batch))
+        loc, log_std = agent.actor(*observation_of(batch))
         z = loc + log_std.exp() * noise
         log_prob = (
             Normal(loc, log_std.exp()).log_prob(z) - math.log(2 / math.pi) + torch.log1p(z**2)
         ).sum(-1)
         q = torch.minimum(
-            *(agent.critic_network(k)(*_obs(batch), squash(z)).squeeze(-1) for k in (0, 1))
+            *(
+                agent.critic_network(k)(*observation_of(batch), squash(z)).squeeze(-1)
+                for k in (0, 1)
+            )
         )
         expected = (cfg.alpha * log_prob - q).mean()
     torch.testing.assert_close(loss, expected)
@@ -139,25 +132,33 @@ def test_each_step_moves_only_its_own_network() -> None:
     agent = SACAgent(SACConfig(learn_alpha=True))
     lm = agent.loss_module
     batch = training_batch(32, "continuous", seed=4)
-    actor, critics = _values(lm.actor_network_params), _values(lm.qvalue_network_params)
-    targets = _values(lm.target_qvalue_network_params)
+    actor, critics = (
+        parameter_values(lm.actor_network_params),
+        parameter_values(lm.qvalue_network_params),
+    )
+    targets = parameter_values(lm.target_qvalue_network_params)
     log_alpha = lm.log_alpha.detach().clone()
 
     agent.critic_step(batch)
-    assert _same(_values(lm.actor_network_params), actor)
-    assert not _same(_values(lm.qvalue_network_params), critics)
-    critics = _values(lm.qvalue_network_params)
+    assert all_equal(parameter_values(lm.actor_network_params), actor)
+    assert not all_equal(parameter_values(lm.qvalue_network_params), critics)
+    critics = parameter_values(lm.qvalue_network_params)
 
     agent.actor_step(batch)
-    assert _same(_values(lm.qvalue_network_params), critics)
-    assert not _same(_values(lm.actor_network_params), actor)
+    assert all_equal(parameter_values(lm.qvalue_network_params), critics)
+    assert not all_equal(parameter_values(lm.actor_network_params), actor)
     assert torch.equal(lm.log_alpha, log_alpha)
 
     agent.update(batch)
-    assert _same(_values(lm.target_qvalue_network_params), targets)  # update never touches them
+    assert all_equal(
+        parameter_values(lm.target_qvalue_network_params), targets
+    )  # update never touches them
 
     agent.update_targets()
-    assert _same(_values(lm.qvalue_network_params), _values(lm.target_qvalue_network_params))
+    assert all_equal(
+        parameter_values(lm.qvalue_network_params),
+        parameter_values(lm.target_qvalue_network_params),
+    )
 
 
 def test_each_critic_gradient_is_clipped_separately() -> None:

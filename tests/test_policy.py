@@ -25,6 +25,7 @@ from marinenav.policy.selectors import (
     QuantileSelector,
 )
 from marinenav.policy.wrapper import PolicyWrapper
+from tests.agent_utils import robot_observations
 from tests.test_no_host_sync import count_read_backs
 
 SELECTORS = {
@@ -35,22 +36,10 @@ SELECTORS = {
 }
 
 
-def _observations(E: int, R: int, seed: int = 0) -> TensorDict:
-    gen = torch.Generator().manual_seed(seed)
-    return TensorDict(
-        {
-            ("agents", "self_state"): torch.randn(E, R, 7, generator=gen) * 5,
-            ("agents", "objects"): torch.randn(E, R, 5, 5, generator=gen) * 5,
-            ("agents", "objects_mask"): torch.rand(E, R, 5, generator=gen) > 0.5,
-        },
-        batch_size=[E],
-    )
-
-
 @pytest.mark.parametrize("name", list(SELECTORS))
 def test_same_actions_for_batched_and_flattened_inputs(name: str) -> None:
     policy = PolicyWrapper(SELECTORS[name](), epsilon=0.5, seed=3)
-    batched = _observations(4, 5)
+    batched = robot_observations(4, 5)
     flat = TensorDict(
         {key[1]: batched[key].reshape(20, *batched[key].shape[2:]) for key in policy.in_keys},
         batch_size=[20],
@@ -69,7 +58,7 @@ def test_same_actions_for_batched_and_flattened_inputs(name: str) -> None:
 @pytest.mark.parametrize("name", ["dqn", "ddpg"])
 def test_epsilon_is_a_buffer_that_switches_to_random_actions(name: str) -> None:
     policy = PolicyWrapper(SELECTORS[name](), epsilon=0.0, seed=0)
-    obs = _observations(50, 5)
+    obs = robot_observations(50, 5)
     with set_exploration_type(ExplorationType.RANDOM):
         greedy = policy(obs.clone())["agents", "action"]
         policy.set_epsilon(1.0)
@@ -88,7 +77,7 @@ def test_epsilon_is_a_buffer_that_switches_to_random_actions(name: str) -> None:
 def test_deterministic_mode_has_no_randomness_and_sac_uses_the_mean() -> None:
     selector = SELECTORS["sac"]()
     policy = PolicyWrapper(selector, epsilon=0.9, seed=0)
-    obs = _observations(3, 5)
+    obs = robot_observations(3, 5)
     with set_exploration_type(ExplorationType.DETERMINISTIC):
         first = policy(obs.clone())["agents", "action"]
         second = policy(obs.clone())["agents", "action"]
@@ -116,7 +105,7 @@ class _TauRecorder(nn.Module):
 def test_cvar_level_is_an_input() -> None:
     network = _TauRecorder()
     policy = PolicyWrapper(QuantileSelector(network), seed=0)
-    obs = _observations(2, 5)
+    obs = robot_observations(2, 5)
     obs.set("cvar", torch.tensor([[0.1] * 5, [1.0] * 5]))
     policy.eval()
     policy(obs)
@@ -129,7 +118,7 @@ def test_cvar_level_is_an_input() -> None:
 
 def test_forward_makes_no_host_read_back() -> None:
     policy = PolicyWrapper(SELECTORS["iqn"](), epsilon=0.3, seed=0)
-    obs = _observations(8, 5)
+    obs = robot_observations(8, 5)
     with count_read_backs() as counts, set_exploration_type(ExplorationType.RANDOM):
         for _ in range(20):
             policy(obs)
