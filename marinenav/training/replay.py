@@ -116,11 +116,9 @@ class RobotReplay:
         return data
 
     def update_priority(self, index: torch.Tensor, priority: torch.Tensor) -> None:
-        """Forward new priorities to a prioritized sampler (no-op for uniform sampling)."""
-        if hasattr(self.sampler, "update_priority") and not isinstance(
-            self.sampler, DeviceUniformSampler
-        ):
-            self.sampler.update_priority(index, priority)
+        """Forward new priorities to the sampler (prioritized replay only: TorchRL's base
+        sampler warns that it is not prioritized)."""
+        self.sampler.update_priority(index, priority)
 
     def state_dict(self) -> dict[str, Any]:
         """Storage contents, cursor, count and sampler state (for checkpoints)."""
