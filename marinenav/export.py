@@ -1,24 +1,28 @@
 """Export a trained agent's acting network for the original's C++ (VRX) planner (spec C7).
 
 The exported module is a float64, CPU copy of the acting network, traced with
-``torch.jit.trace`` on batch-of-1 example inputs. Every module takes the state triple
+``torch.jit.trace`` on batch-of-1 example inputs, in the calling convention of the original's C++
+planner (``model.forward({tensorTuple})``): one tuple argument
 
-``(self_state (1, 7) f64, object_states (1, 5, 5) f64, object_masks (1, 5) f64)``
+``x = (self_state (N, 7) f64, object_states (N, 5, 5) f64, object_masks (N, 5) f64)``
 
 (objects nearest first, always zero-padded to 5, masks 0/1: the traced graph has no "no objects"
-branch) and returns, per agent:
+branch), any batch ``N``, and IQN's ``forward(x, taus)``. Files are named as the original's,
+``traced_<MODEL_TYPE>_model.pt`` (:data:`MODEL_TYPES`: ``AC_IQN``, ``DDPG``, ...), so the
+original's planner loads them unchanged, and :mod:`marinenav.planner` loads ours and the
+original's shipped files alike. Outputs, per agent:
 
 =========  ================  ==========================  =========================================
 agent      network           extra input                 output
 =========  ================  ==========================  =========================================
-ac_iqn     actor             --                          action ``(1, 2)`` in (-1, 1)
-ddpg       actor             --                          action ``(1, 2)`` in (-1, 1)
-sac        actor             --                          ``(mu (1, 2), log_sigma (1, 2))``,
+ac_iqn     actor             --                          action ``(N, 2)`` in (-1, 1)
+ddpg       actor             --                          action ``(N, 2)`` in (-1, 1)
+sac        actor             --                          ``(mu (N, 2), log_sigma (N, 2))``,
                                                          ``log_sigma`` in [-20, 2], no sampling or
                                                          squashing
-iqn        full network      ``taus (1, 32)`` f64        quantiles ``(1, 32, 25)``
-dqn        full network      --                          Q-values ``(1, 25)``
-rainbow    full network      --                          atom probabilities ``(1, 25, atoms)``
+iqn        full network      ``taus (N, 32)`` f64        quantiles ``(N, 32, 25)``
+dqn        full network      --                          Q-values ``(N, 25)``
+rainbow    full network      --                          atom probabilities ``(N, 25, atoms)``
                                                          (mean weights: no noise)
 =========  ================  ==========================  =========================================
 
@@ -29,8 +33,11 @@ an exported module can be checked against the live policy.
 The file also carries ``marinenav_export.json`` (``torch.jit.load(path, _extra_files=...)``, or
 :func:`export_metadata`): the agent name, input / output names and, for Rainbow, the support.
 
+ONNX has no tuple inputs: the ONNX export takes the three state tensors (and ``taus``) as
+separate inputs, batch 1.
+
 Command line: ``python -m marinenav.export RUN_DIR [--out DIR] [--onnx]`` writes
-``traced_<agent>_model.pt`` (and ``<agent>_model.onnx``) for the run's trained agent.
+``traced_<MODEL_TYPE>_model.pt`` (and ``<MODEL_TYPE>_model.onnx``) for the run's trained agent.
 """
 
 from __future__ import annotations
@@ -63,6 +70,17 @@ OUTPUT_NAMES = {
     "rainbow": ("probabilities",),
 }
 CONTINUOUS = ("ac_iqn", "ddpg", "sac")
+# The original's ``model_type`` spellings, used in its file names (C7: ``AC_IQN`` with an
+# underscore). The original ships no Rainbow file; ``Rainbow`` follows its trainer's spelling.
+MODEL_TYPES = {
+    "ac_iqn": "AC_IQN", "ddpg": "DDPG", "sac": "SAC", "iqn": "IQN", "dqn": "DQN",
+    "rainbow": "Rainbow",
+}  # fmt: skip
+
+
+def planner_file_name(agent_type: str) -> str:
+    """``traced_<MODEL_TYPE>_model.pt``, the file name the original's planner loads."""
+    return f"traced_{MODEL_TYPES[agent_type_name(agent_type)]}_model.pt"
 
 
 def agent_type_name(agent_type: str) -> str:
@@ -80,59 +98,80 @@ def agent_type_name(agent_type: str) -> str:
 
 
 class ActorExport(nn.Module):
-    """AC-IQN / DDPG: ``actor(self_state, object_states, object_masks)`` -> action ``(1, 2)``."""
+    """AC-IQN / DDPG: ``forward((self_state, object_states, object_masks))`` -> action
+    ``(N, 2)``."""
 
     def __init__(self, actor: nn.Module) -> None:
         super().__init__()
         self.actor = actor
 
-    def forward(self, self_state, object_states, object_masks) -> torch.Tensor:
+    def forward(self, x: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        self_state, object_states, object_masks = x
         return self.actor(self_state, object_states, object_masks)
 
 
 class GaussianActorExport(nn.Module):
-    """SAC: ``(mu (1, 2), log_sigma (1, 2))`` of the pre-squash Gaussian (no sampling)."""
+    """SAC: ``(mu (N, 2), log_sigma (N, 2))`` of the pre-squash Gaussian (no sampling)."""
 
     def __init__(self, actor: nn.Module) -> None:
         super().__init__()
         self.actor = actor
 
-    def forward(self, self_state, object_states, object_masks):
+    def forward(self, x: tuple[torch.Tensor, torch.Tensor, torch.Tensor]):
+        self_state, object_states, object_masks = x
         mu, log_sigma = self.actor(self_state, object_states, object_masks)
         return mu, log_sigma
 
 
 class QuantileExport(nn.Module):
-    """IQN: quantiles ``(1, K, 25)`` at the caller's ``taus (1, K)`` (K = 32 in the planner)."""
+    """IQN: ``forward(state_tuple, taus (N, K))`` -> quantiles ``(N, K, 25)`` (K = 32 in the
+    planner)."""
 
     def __init__(self, network: nn.Module) -> None:
         super().__init__()
         self.network = network
 
-    def forward(self, self_state, object_states, object_masks, taus) -> torch.Tensor:
+    def forward(
+        self, x: tuple[torch.Tensor, torch.Tensor, torch.Tensor], taus: torch.Tensor
+    ) -> torch.Tensor:
+        self_state, object_states, object_masks = x
         return self.network(self_state, object_states, object_masks, taus)
 
 
 class QValueExport(nn.Module):
-    """DQN: Q-values ``(1, 25)``."""
+    """DQN: Q-values ``(N, 25)``."""
 
     def __init__(self, network: nn.Module) -> None:
         super().__init__()
         self.network = network
 
-    def forward(self, self_state, object_states, object_masks) -> torch.Tensor:
+    def forward(self, x: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        self_state, object_states, object_masks = x
         return self.network(self_state, object_states, object_masks)
 
 
 class DistributionExport(nn.Module):
-    """Rainbow: atom probabilities ``(1, 25, atoms)`` with the noisy layers' mean weights."""
+    """Rainbow: atom probabilities ``(N, 25, atoms)`` with the noisy layers' mean weights."""
 
     def __init__(self, network: nn.Module) -> None:
         super().__init__()
         self.network = network
 
-    def forward(self, self_state, object_states, object_masks) -> torch.Tensor:
+    def forward(self, x: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        self_state, object_states, object_masks = x
         return self.network(self_state, object_states, object_masks, noise=False).exp()
+
+
+class FlatInputs(nn.Module):
+    """ONNX has no tuple inputs: ``forward(self_state, object_states, object_masks[, taus])``
+    calls a tuple-convention export module."""
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, self_state, object_states, object_masks, *taus):
+        return self.module((self_state, object_states, object_masks), *taus)
 
 
 # Cephes' double-precision arctangent (range reduction, then a rational approximation): ONNX
@@ -208,9 +247,9 @@ def export_module(agent: nn.Module) -> nn.Module:
 
 
 def example_inputs(agent_type: str, num_objects: int = 1) -> tuple[torch.Tensor, ...]:
-    """Batch-1 float64 example inputs: ``self_state (1, 7)``, ``object_states (1, 5, 5)``
+    """Batch-1 float64 example inputs, flat: ``self_state (1, 7)``, ``object_states (1, 5, 5)``
     (``num_objects`` present, the rest zero padding), ``object_masks (1, 5)`` and, for IQN,
-    ``taus (1, 32)``."""
+    ``taus (1, 32)``. :func:`planner_inputs` groups them as the planner passes them."""
     name = agent_type_name(agent_type)
     generator = torch.Generator().manual_seed(0)
     f64 = torch.float64
@@ -221,6 +260,12 @@ def example_inputs(agent_type: str, num_objects: int = 1) -> tuple[torch.Tensor,
     if name == "iqn":
         inputs += (torch.rand(1, EXPORT_NUM_TAU, generator=generator, dtype=f64),)
     return inputs
+
+
+def planner_inputs(flat: tuple[torch.Tensor, ...]) -> tuple[Any, ...]:
+    """Flat inputs ``(self_state, object_states, object_masks[, taus])`` as the planner's call
+    arguments: ``((self_state, object_states, object_masks),)`` or ``(state_tuple, taus)``."""
+    return ((flat[0], flat[1], flat[2]), *flat[3:])
 
 
 def input_names(agent_type: str) -> tuple[str, ...]:
@@ -257,7 +302,7 @@ def export_torchscript(agent: nn.Module, path: str | Path) -> Path:
         warnings.filterwarnings(
             "ignore", message=r".*torch\.jit\..*deprecated", category=DeprecationWarning
         )
-        traced = torch.jit.trace(module, inputs)
+        traced = torch.jit.trace(module, planner_inputs(inputs))
         extra = {METADATA_FILE: json.dumps(metadata(agent), sort_keys=True)}
         torch.jit.save(traced, str(path), _extra_files=extra)
     return path
@@ -292,6 +337,8 @@ def export_onnx(agent: nn.Module, path: str | Path, opset_version: int = 17) -> 
     module = export_module(agent)
     if isinstance(module, ActorExport):
         module = OnnxActorExport(module.actor)
+    else:
+        module = FlatInputs(module)
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
@@ -399,9 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     agent, _ = load_agent(args.run_dir, device="cpu")
     out = args.out if args.out is not None else args.run_dir
-    paths = [export_torchscript(agent, out / f"traced_{agent.name}_model.pt")]
+    paths = [export_torchscript(agent, out / planner_file_name(agent.name))]
     if args.onnx:
-        paths.append(export_onnx(agent, out / f"{agent.name}_model.onnx"))
+        paths.append(export_onnx(agent, out / f"{MODEL_TYPES[agent.name]}_model.onnx"))
     for path in paths:
         print(path)
     return 0

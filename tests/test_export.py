@@ -27,6 +27,8 @@ from marinenav.export import (
     input_names,
     main,
     planner_action,
+    planner_file_name,
+    planner_inputs,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,7 +128,7 @@ def test_torchscript_matches_live_network_and_policy(name: str, tmp_path: Path) 
         taus = torch.rand(1, NUM_TAU, generator=torch.Generator().manual_seed(agent.policy.seed))
         taus64 = taus.double()  # the wrapper's first draw of its seed, as float64
         with torch.no_grad():
-            out = module(*obs, taus64) if name == "iqn" else module(*obs)
+            out = module(obs, taus64) if name == "iqn" else module(obs)  # the planner's call
             ref64 = live_outputs(name, network64, obs, taus64)
             ref32 = live_outputs(name, network32, tuple(x.float() for x in obs), taus)
         outs = out if isinstance(out, tuple) else (out,)
@@ -183,7 +185,7 @@ def test_torchscript_matches_live_network_and_policy(name: str, tmp_path: Path) 
 
         if name == "rainbow":  # mean weights: deterministic, and not the noisy output
             with torch.no_grad():
-                again = module(*obs)
+                again = module(obs)
                 noisy = network64(*obs, noise=True).exp()
             assert torch.equal(again, outs[0])
             assert not torch.allclose(noisy, outs[0], rtol=0, atol=1e-12)
@@ -240,7 +242,7 @@ def test_onnx_round_trip(name: str, tmp_path: Path) -> None:
         feeds = {n: x.numpy() for n, x in zip(input_names(name), inputs, strict=True)}
         results = session.run(None, feeds)
         with torch.no_grad():
-            expected = traced(*inputs)
+            expected = traced(*planner_inputs(inputs))
         expected = expected if isinstance(expected, tuple) else (expected,)
         for got, want in zip(results, expected, strict=True):
             assert got.dtype == want.numpy().dtype
@@ -272,15 +274,15 @@ def test_command_line_exports_a_trained_run(tmp_path: Path) -> None:
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    path = out / "traced_dqn_model.pt"
+    path = out / "traced_DQN_model.pt"  # the original's file name
     assert str(path) in result.stdout.splitlines()
-    assert with_onnx == (out / "dqn_model.onnx").is_file()
+    assert with_onnx == (out / "DQN_model.onnx").is_file()
 
     agent, _ = load_agent(run)
     obs = observation(2, torch.Generator().manual_seed(SEED))
     with torch.no_grad():
         torch.testing.assert_close(
-            jit_load(path)(*obs), copy.deepcopy(agent.network).double()(*obs),
+            jit_load(path)(obs), copy.deepcopy(agent.network).double()(*obs),
             rtol=1e-12, atol=1e-10,
         )  # fmt: skip
 
@@ -294,3 +296,32 @@ def test_command_line_rejects_a_missing_run(tmp_path: Path, capsys) -> None:
         main([str(tmp_path)])  # a directory without checkpoint.pt
     assert exit_info.value.code == 2
     assert "no checkpoint.pt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_export_takes_the_planners_tuple_at_any_batch(name: str, tmp_path: Path) -> None:
+    """The C++ planner calls ``forward({tensorTuple})`` (IQN: ``forward({tensorTuple, taus})``) in
+    float64; a file traced at batch 1 answers batch 1 and batch N row by row alike, and three
+    loose tensors are refused as by the original's files."""
+    agent = make_agent(name, seed=SEED)
+    path = export_torchscript(agent, tmp_path / planner_file_name(name))
+    assert path.name == {"ac_iqn": "traced_AC_IQN_model.pt", "ddpg": "traced_DDPG_model.pt",
+                         "sac": "traced_SAC_model.pt", "iqn": "traced_IQN_model.pt",
+                         "dqn": "traced_DQN_model.pt", "rainbow": "traced_Rainbow_model.pt"}[name]
+    module = jit_load(path)
+    generator = torch.Generator().manual_seed(SEED)
+    rows = [observation(count, generator) for count in (0, 1, 3, 5, 2)]
+    batch = tuple(torch.cat(parts) for parts in zip(*rows, strict=True))
+    taus = torch.rand(len(rows), NUM_TAU, generator=generator, dtype=F64)
+    extra = (taus,) if name == "iqn" else ()
+    with torch.no_grad():
+        together = module(batch, *extra)
+        together = together if isinstance(together, tuple) else (together,)
+        for i, row in enumerate(rows):
+            alone = module(row, *(t[i : i + 1] for t in extra))
+            alone = alone if isinstance(alone, tuple) else (alone,)
+            for a, b in zip(alone, together, strict=True):
+                assert a.dtype == F64
+                torch.testing.assert_close(a, b[i : i + 1], rtol=1e-12, atol=1e-12)
+        with pytest.raises(RuntimeError, match=r"Tensor, Tensor, Tensor\) x"):
+            module(*batch, *extra)
