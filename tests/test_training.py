@@ -114,6 +114,26 @@ def test_a_killed_run_resumes_to_the_same_counters(tmp_path: Path, monkeypatch) 
         torch.testing.assert_close(a, b, msg=name)
 
 
+@pytest.mark.parametrize("agent", ["dqn", "rainbow"])
+def test_checkpoint_holds_only_the_filled_replay(agent: str, tmp_path: Path) -> None:
+    # a 1M-slot replay with 160 timesteps in it: the checkpoint grows with the data, not the slots
+    trainer = Trainer(tiny_config(f"agent={agent}", "training.replay_capacity=1000000"), tmp_path)
+    trainer.train()
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    filled = int(trainer.replay.count)
+    assert 0 < filled < 1000
+    assert state["replay"]["storage"].shape[0] == filled
+    replay_bytes = sum(
+        v.numel() * v.element_size() for v in state["replay"]["storage"].values(True, True)
+    )
+    assert replay_bytes < 1_000_000
+    agent_bytes = sum(
+        v.numel() * v.element_size() for v in state["agent"]["modules"].values()
+    )
+    # networks and their Adam moments (3 copies) plus well under 1 MB of everything else
+    assert (tmp_path / "checkpoint.pt").stat().st_size < 3 * agent_bytes + 1_000_000
+
+
 @pytest.mark.parametrize("agent", ["dqn", "sac", "rainbow"])
 def test_training_steps_make_no_host_read_back(agent: str, tmp_path: Path) -> None:
     cfg = tiny_config(f"agent={agent}", "env.num_envs=4", "env.max_episode_steps=20")

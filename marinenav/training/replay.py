@@ -121,13 +121,23 @@ class RobotReplay:
         self.sampler.update_priority(index, priority)
 
     def state_dict(self) -> dict[str, Any]:
-        """Storage contents, cursor, count and sampler state (for checkpoints)."""
-        stored = self.storage._storage if self.storage.initialized else None
+        """The filled rows, cursor, count and sampler state (for checkpoints).
+
+        Only rows ``[0, count)`` hold data (the ring fills from 0 and sampling never goes past
+        ``count``), so only those are saved: a run that has stored 10k transitions writes 10k
+        rows, not the whole preallocated capacity. A prioritized sampler's masses beyond
+        ``count`` are zero and are trimmed the same way.
+        """
+        filled = int(self.count)  # host: once per checkpoint write, to size the saved slice
+        stored = self.storage._storage[:filled].clone() if self.storage.initialized else None
+        sampler = self.sampler.state_dict()
+        if "weights" in sampler:
+            sampler = {**sampler, "weights": sampler["weights"][:filled].clone()}
         return {
             "storage": stored,
             "cursor": self.cursor.clone(),
             "count": self.count.clone(),
-            "sampler": self.sampler.state_dict(),
+            "sampler": sampler,
             "sampler_generator": (
                 self.sampler.generator.get_state()
                 if isinstance(self.sampler, DeviceUniformSampler)
@@ -136,13 +146,20 @@ class RobotReplay:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state["storage"] is not None:
+        """Restore :meth:`state_dict` (also the whole-storage layout of older checkpoints)."""
+        if state["storage"] is not None and state["storage"].shape[0] > 0:
             stored = state["storage"].to(self.device)
             if not self.storage.initialized:
                 self._allocate(stored[0])
-            self.storage._storage.update_(stored)
+            self.storage._storage[: stored.shape[0]] = stored
         self.cursor.copy_(state["cursor"])
         self.count.copy_(state["count"])
-        self.sampler.load_state_dict(state["sampler"])
+        sampler = state["sampler"]
+        if "weights" in sampler and hasattr(self.sampler, "weights"):
+            weights = torch.zeros_like(self.sampler.weights)
+            saved = sampler["weights"].to(weights.device)
+            weights[: saved.shape[0]] = saved
+            sampler = {**sampler, "weights": weights}
+        self.sampler.load_state_dict(sampler)
         if state.get("sampler_generator") is not None:
             self.sampler.generator.set_state(state["sampler_generator"])
