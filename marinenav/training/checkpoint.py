@@ -3,10 +3,15 @@
 A run directory (``hydra.run.dir``) holds ``checkpoint.pt`` (written by the trainer: config,
 agent networks and optimisers, replay, simulator state, counters) and ``eval_configs.json``
 (the fixed evaluation set in the original's layout).
+
+Checkpoints are written atomically (:func:`write_checkpoint`): to a temporary file beside the
+old one, flushed to disk, read back, and only then renamed over it, so a crash at any moment
+leaves either the previous checkpoint or the new one, never a torn file.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +20,18 @@ import torch
 from marinenav.agents import Agent, agent_class
 
 CHECKPOINT_NAME = "checkpoint.pt"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read (truncated, corrupt, or not a checkpoint)."""
+
+
+def _unreadable(path: Path, error: Exception) -> CheckpointError:
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return CheckpointError(
+        f"{path} is not a readable checkpoint (truncated or corrupt: {reason}); "
+        "resume from an earlier copy or start a new run"
+    )
 
 
 def checkpoint_path(path: str | Path) -> Path:
@@ -28,8 +45,40 @@ def checkpoint_path(path: str | Path) -> Path:
 
 
 def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> dict[str, Any]:
-    """The raw checkpoint dict (see ``Trainer.save_checkpoint``)."""
-    return torch.load(checkpoint_path(path), map_location=device, weights_only=False)
+    """The raw checkpoint dict (see ``Trainer.save_checkpoint``); raises
+    :class:`CheckpointError` (one line naming the file) for a truncated or corrupt file."""
+    path = checkpoint_path(path)
+    try:
+        state = torch.load(path, map_location=device, weights_only=False)
+    except Exception as error:  # torch raises zip, pickle and EOF errors alike
+        raise _unreadable(path, error) from error
+    if not isinstance(state, dict) or "config" not in state or "agent" not in state:
+        raise CheckpointError(f"{path} is not a marinenav checkpoint (no config or agent)")
+    return state
+
+
+def write_checkpoint(state: dict[str, Any], path: str | Path) -> Path:
+    """Write ``state`` to ``path`` atomically: a temporary file, flushed and read back (memory
+    mapped, so verifying costs no second copy), then renamed over ``path``. The previous file
+    stays intact until the rename."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        torch.load(tmp, map_location="cpu", weights_only=False, mmap=True)
+    except Exception as error:
+        tmp.unlink(missing_ok=True)
+        raise _unreadable(tmp, error) from error
+    os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)  # make the rename itself durable
+    finally:
+        os.close(directory)
+    return path
 
 
 def load_agent(path: str | Path, device: torch.device | str = "cpu") -> tuple[Agent, dict]:

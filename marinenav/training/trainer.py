@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 from marinenav.agents import Agent, agent_class
 from marinenav.envs import MarineNavEnv
 from marinenav.sim import InfoState
-from marinenav.training.checkpoint import CHECKPOINT_NAME
+from marinenav.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, write_checkpoint
 from marinenav.training.config import schedule_of, validate
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
 from marinenav.training.loggers import make_logger, progress_bar
@@ -337,14 +336,10 @@ class Trainer:
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         }  # fmt: skip
-        path = self.run_dir / CHECKPOINT_NAME
-        tmp = path.with_suffix(".tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-        return path
+        return write_checkpoint(state, self.run_dir / CHECKPOINT_NAME)
 
     def load_checkpoint(self, path: Path) -> None:
-        state = torch.load(path, map_location=self.device, weights_only=False)
+        state = load_checkpoint(path, self.device)
         saved = state["config"]
         if saved["agent"]["name"] != self.cfg.agent.name:
             raise ValueError(f"checkpoint {path} is of agent {saved['agent']['name']!r}, "

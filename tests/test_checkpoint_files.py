@@ -1,0 +1,72 @@
+"""Checkpoint files survive crashes: atomic writes keep the previous checkpoint, and a truncated
+file is reported in one line naming it (resume, evaluate)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from marinenav.evaluate import main as evaluate_main
+from marinenav.training import checkpoint
+from marinenav.training.checkpoint import CheckpointError, load_agent, write_checkpoint
+from marinenav.training.trainer import Trainer
+from tests.test_training import tiny_config
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("run")
+    Trainer(tiny_config("agent=dqn", "training.total_timesteps=80"), run).train()
+    return run
+
+
+def test_a_crash_during_a_write_keeps_the_previous_checkpoint(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "checkpoint.pt"
+    write_checkpoint({"config": {}, "agent": {}, "value": torch.arange(5)}, path)
+
+    def torn_save(state, f) -> None:  # the process dies half-way through the new file
+        f.write(b"PK\x03\x04 half a zip")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint.torch, "save", torn_save)
+    with pytest.raises(KeyboardInterrupt):
+        write_checkpoint({"config": {}, "agent": {}, "value": torch.arange(7)}, path)
+    assert torch.equal(checkpoint.load_checkpoint(path)["value"], torch.arange(5))
+
+
+def test_an_unreadable_new_file_is_never_renamed_over_the_old(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "checkpoint.pt"
+    write_checkpoint({"config": {}, "agent": {}, "value": torch.arange(5)}, path)
+    monkeypatch.setattr(checkpoint.torch, "save", lambda state, f: f.write(b"not a zip"))
+    with pytest.raises(CheckpointError, match=r"checkpoint\.pt\.tmp is not a readable"):
+        write_checkpoint({"config": {}, "agent": {}}, path)
+    assert not (tmp_path / "checkpoint.pt.tmp").exists()
+    assert torch.equal(checkpoint.load_checkpoint(path)["value"], torch.arange(5))
+
+
+def _truncated_copy(run: Path, target: Path) -> Path:
+    target.mkdir()
+    data = (run / "checkpoint.pt").read_bytes()
+    (target / "checkpoint.pt").write_bytes(data[: len(data) // 2])
+    (target / "eval_configs.json").write_bytes((run / "eval_configs.json").read_bytes())
+    return target / "checkpoint.pt"
+
+
+def test_a_truncated_checkpoint_is_one_line_naming_the_file(
+    finished_run: Path, tmp_path: Path, capsys
+) -> None:
+    truncated = _truncated_copy(finished_run, tmp_path / "torn")
+    with pytest.raises(CheckpointError) as error:
+        load_agent(truncated.parent)
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith(f"{truncated} is not a readable checkpoint (truncated or corrupt")
+
+    with pytest.raises(CheckpointError, match="is not a readable checkpoint"):
+        Trainer(tiny_config("agent=dqn", "resume=true"), truncated.parent)
+
+    assert evaluate_main([str(truncated.parent)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(truncated) in err
