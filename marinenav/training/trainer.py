@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +41,52 @@ from marinenav.training.loggers import make_logger, progress_bar
 from marinenav.training.replay import RobotReplay
 
 TRANSITION_KEYS = ("self_state", "objects", "objects_mask")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
+
+
+class TrainingInterrupted(Exception):
+    """Raised by :meth:`Trainer.train` after a stop signal, once the checkpoint is written."""
+
+    def __init__(self, signum: int, message: str) -> None:
+        super().__init__(message)
+        self.signum = signum
+        self.exit_code = 128 + signum  # the shell's convention for a death by signal
+
+
+class StopSignals:
+    """While active, SIGINT / SIGTERM / SIGUSR2 only record that a stop was asked for; the loop
+    checks :attr:`signum` after each batched step. A second SIGINT exits at once.
+
+    Under submitit (Hydra's submitit launcher) the handler it installed for SIGUSR2 (checkpoint
+    and requeue) is kept in :attr:`requeue` and called once our checkpoint is written.
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.requeue: Callable | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is not threading.main_thread():
+            return self  # signals are delivered to the main thread only
+        previous_usr2 = signal.getsignal(signal.SIGUSR2)
+        if callable(previous_usr2):
+            self.requeue = previous_usr2
+        for signum in STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame) -> None:
+        if self.signum == signal.SIGINT and signum == signal.SIGINT:
+            print("\nsecond interrupt: exiting now (the last written checkpoint is kept)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            os._exit(128 + signum)
+        self.signum = signum
 
 
 def resolve_device(name: str) -> torch.device:
@@ -146,6 +197,8 @@ class Trainer:
         self.reached = torch.zeros(E, R, dtype=torch.bool, device=self.device)
         self.collided = torch.zeros(E, dtype=torch.bool, device=self.device)
         self.logger = make_logger(cfg.logger, self.run_dir, OmegaConf.to_container(cfg))
+        # what a stop message tells the user to run (train.py sets the exact command line)
+        self.resume_command = f"python train.py agent={cfg.agent.name} resume={self.run_dir}"
         self.td = self.env.reset()
         if resume_from is not None:
             self.load_checkpoint(resume_from)
@@ -165,9 +218,17 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> dict[str, Any]:
-        """Train until ``total_timesteps``; returns the last evaluation's metrics."""
+        """Train until ``total_timesteps``; returns the last evaluation's metrics. A stop signal
+        ends the run after the current batched step with a checkpoint and
+        :class:`TrainingInterrupted`."""
+        with StopSignals() as stop:
+            return self._train(stop)
+
+    def _train(self, stop: StopSignals) -> dict[str, Any]:
         cfg = self.cfg
         total, E = cfg.training.total_timesteps, cfg.env.num_envs
+        print(f"marinenav: training {cfg.agent.name} in {self.run_dir} "
+              f"from timestep {self.timesteps:,} to {total:,}", flush=True)  # fmt: skip
         bar = progress_bar(cfg.logger, total, self.timesteps)
         started, started_at = time.perf_counter(), self.timesteps
         while self.timesteps < total:
@@ -187,12 +248,29 @@ class Trainer:
                 self.save_checkpoint()
             if bar is not None:
                 bar.update(self.timesteps - before)
+            if stop.signum is not None:
+                if bar is not None:
+                    bar.close()
+                self._stop(stop)
         if bar is not None:
             bar.close()
         if not self.evaluations or self.evaluations[-1]["timestep"] != self.timesteps:
             self.evaluate()
         self.save_checkpoint()
         return self.evaluations[-1]
+
+    def _stop(self, stop: StopSignals) -> None:
+        """Checkpoint, say where the run is and how to resume it, and end the run (or hand it
+        to submitit's requeue, which exits)."""
+        path = self.save_checkpoint()
+        name = signal.Signals(stop.signum).name
+        message = (f"{name}: stopped at timestep {self.timesteps:,} of "
+                   f"{self.cfg.training.total_timesteps:,}, checkpoint {path}; "
+                   f"resume with: {self.resume_command}")  # fmt: skip
+        print(message, file=sys.stderr, flush=True)
+        if stop.requeue is not None and stop.signum != signal.SIGINT:
+            stop.requeue(signal.SIGUSR2, None)
+        raise TrainingInterrupted(stop.signum, message)
 
     def step_environments(self) -> None:
         """One batched step: act, step, restart finished episodes, store, track metrics."""

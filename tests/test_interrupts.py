@@ -1,0 +1,74 @@
+"""Stop signals: a run that gets SIGINT or SIGTERM finishes its step, writes a checkpoint, prints
+one line with the resume command, and the printed command continues the counters."""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from marinenav.training.trainer import StopSignals
+from tests.test_training import ROOT, TINY
+
+LONG = [*TINY, "agent=dqn", "training.total_timesteps=1000000", "evaluation.first=1000000"]
+
+
+def _start(run_dir: Path, *overrides: str) -> subprocess.Popen:
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "train.py"), *overrides, f"hydra.run.dir={run_dir}"],
+        cwd=run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    line = process.stdout.readline()  # printed once the stop handlers are in place
+    assert line.startswith("marinenav: training dqn in "), line + process.stderr.read()
+    return process
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_checkpoints_and_prints_the_resume_command(signum, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    process = _start(run_dir, *LONG)
+    time.sleep(1.0)  # let it step a while (past its first update at timestep 40)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signum, err
+    lines = err.strip().splitlines()
+    stop_line = lines[-1]
+    assert "Traceback" not in err
+    name = signal.Signals(signum).name
+    assert stop_line.startswith(f"{name}: stopped at timestep ")
+    assert f"checkpoint {run_dir / 'checkpoint.pt'}; resume with: python train.py " in stop_line
+    stopped_at = int(stop_line.split("timestep ")[1].split(" of")[0].replace(",", ""))
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    assert state["counters"]["timesteps"] == stopped_at and stopped_at % 2 == 0
+
+    # the printed command (with a budget just past the stop) continues the same run directory
+    command = shlex.split(stop_line.split("resume with: ")[1])
+    assert command[:2] == ["python", "train.py"]
+    assert f"hydra.run.dir={run_dir}" in command and "resume=true" in command
+    args = [a if not a.startswith("training.total_timesteps=") else
+            f"training.total_timesteps={stopped_at + 20}" for a in command[2:]]  # fmt: skip
+    resumed = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"from timestep {stopped_at:,} to {stopped_at + 20:,}" in resumed.stdout
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    assert state["counters"]["timesteps"] == stopped_at + 20
+
+
+def test_a_second_interrupt_exits_at_once(monkeypatch) -> None:
+    exits = []
+    monkeypatch.setattr("os._exit", exits.append)
+    with StopSignals() as stop:
+        signal.raise_signal(signal.SIGINT)
+        assert stop.signum == signal.SIGINT and exits == []
+        signal.raise_signal(signal.SIGINT)
+        assert exits == [128 + signal.SIGINT]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
