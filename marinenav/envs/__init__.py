@@ -6,7 +6,7 @@ from marinenav.envs.gym_adapter import (
     flatten_observation,
     register,
 )
-from marinenav.envs.marinenav_env import GROUP, MarineNavEnv
+from marinenav.envs.marinenav_env import GROUP, MarineNavEnv, step_and_reset
 
 register()  # gymnasium.make("marinenav/MarineNav-v0") / gymnasium.make_vec(...)
 
@@ -17,4 +17,5 @@ __all__ = [
     "MarineNavVectorEnv",
     "flatten_observation",
     "register",
+    "step_and_reset",
 ]

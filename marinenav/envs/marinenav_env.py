@@ -20,6 +20,9 @@ key                                    shape         meaning
 ``"done"``, ``"terminated"``,          ``[E, 1]``    the environment's episode ended: no robot
 ``"truncated"``                                     active (terminated) or the step limit
                                                     (truncated)
+``"is_init"``                          ``[E, 1]``    bool, the environment's episode starts here
+                                                    (what TorchRL's ``InitTracker`` writes, so
+                                                    collectors need not add one)
 =====================================  ============  =======================================
 
 Learning data: a transition ``(td, td["next"])`` of robot slot ``(e, r)`` is valid iff
@@ -41,7 +44,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
-from torchrl.envs import EnvBase
+from torchrl.envs import EnvBase, TransformedEnv
 
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
@@ -157,7 +160,8 @@ class MarineNavEnv(EnvBase):
                                      device=device),
                     energy=Unbounded((*agents, 1), dtype=dtype, device=device),
                     shape=agents,
-                )
+                ),
+                "is_init": flag(E, 1),
             },
             shape=(E,),
         )  # fmt: skip
@@ -211,7 +215,10 @@ class MarineNavEnv(EnvBase):
                 mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self.sim.reset(mask)
         self.trail.record()
-        return self.observe()
+        out = self.observe()
+        started = torch.ones_like(out.get("is_init")) if mask is None else mask.unsqueeze(-1)
+        out.set("is_init", started)
+        return out
 
     def observe(self) -> TensorDict:
         """The current observations as a step input (what ``reset`` returns), without
@@ -280,7 +287,7 @@ class MarineNavEnv(EnvBase):
         )  # fmt: skip
         return TensorDict(
             {GROUP: agents, "done": root_flags[0], "terminated": root_flags[1],
-             "truncated": root_flags[2]},
+             "truncated": root_flags[2], "is_init": torch.zeros_like(root_flags[0])},
             batch_size=(E,), device=self.device,
         )  # fmt: skip
 
@@ -291,10 +298,13 @@ class MarineNavEnv(EnvBase):
         ended). Returns ``(step_output, next_input)``: the step's output (the ``"next"`` data
         of the transition, terminal observations included) and the input of the next step
         (reset environments start their new episode, the others continue).
+
+        This is the bare environment's loop. Around a ``TransformedEnv`` use the module's
+        :func:`step_and_reset` (``step_and_reset(transformed_env, td)``), which runs the
+        transforms: ``transformed_env.step_and_reset`` reaches this method through TorchRL's
+        attribute forwarding and would skip them.
         """
-        out = self._step(tensordict)
-        reset = self._reset(TensorDict({"_reset": out.get("done")}, batch_size=self.batch_size))
-        return out, reset
+        return step_and_reset(self, tensordict)
 
     # ------------------------------------------------------------------ people
     def render(self, path: str | None = None, **kwargs: Any):
@@ -303,3 +313,40 @@ class MarineNavEnv(EnvBase):
         return render_environment(
             self.sim, self.trail.env_index, trail=self.trail.trail(), path=path, **kwargs
         )
+
+
+def step_and_reset(
+    env: EnvBase, tensordict: TensorDictBase
+) -> tuple[TensorDictBase, TensorDictBase]:
+    """:meth:`MarineNavEnv.step_and_reset` for a ``MarineNavEnv`` or a ``TransformedEnv`` (any
+    depth) around one, with the transforms honoured: their ``_step`` sees every step and their
+    ``_reset`` every restart, as in ``rollout``.
+
+    Args:
+        env: a ``MarineNavEnv`` (``E`` environments, ``R`` robot slots), or transforms around one.
+        tensordict: the step input ``[E]`` (observations and ``("agents", "action")``).
+
+    Returns:
+        ``(step_output, next_input)``, both ``[E]``: the transformed step output, and the input
+        of the next step, where the environments whose (transformed) root ``done`` is set
+        restart (root ``"_reset"`` ``[E, 1]``, and ``("agents", "_reset")`` ``[E, R, 1]`` for
+        transforms that keep per-robot entries). Nothing is read back to the host by this
+        function; the transforms' own code decides whether they do (``StepCounter``,
+        ``RewardSum`` and ``InitTracker`` do not; TorchRL's ``ObservationNorm`` reads its
+        ``standard_normal`` flag, a tensor, at every call: ``tests/test_env_transforms.py``).
+    """
+    base = env
+    while isinstance(base, TransformedEnv):
+        base = base.base_env
+    if not isinstance(base, MarineNavEnv):
+        raise TypeError(f"step_and_reset runs a MarineNavEnv (or transforms around one), not "
+                        f"{type(base).__name__}")  # fmt: skip
+    out = env._step(tensordict)
+    done = out.get("done")
+    if env is base:
+        restart = TensorDict({"_reset": done}, batch_size=env.batch_size)
+    else:
+        restart = out.clone(recurse=False)
+        restart.set("_reset", done)
+        restart.set((GROUP, "_reset"), done.unsqueeze(-1).expand(*base.sim.active.shape, 1))
+    return out, env._reset(restart)
