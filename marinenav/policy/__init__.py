@@ -1,5 +1,6 @@
 """Networks of spec Part B, action selectors, and the batched acting module ``PolicyWrapper``."""
 
+from marinenav.policy.action_space import ActionSpace
 from marinenav.policy.selectors import (
     ActionSelector,
     DeterministicSelector,
@@ -11,6 +12,7 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 __all__ = [
     "ActionSelector",
+    "ActionSpace",
     "DeterministicSelector",
     "GaussianSelector",
     "GreedyQSelector",

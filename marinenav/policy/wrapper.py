@@ -1,14 +1,27 @@
-"""``PolicyWrapper``: the batched acting module, usable in any TorchRL project.
+"""``PolicyWrapper``: a batched acting module for any TorchRL environment.
 
-It reads a robot observation (self state, objects, object mask) from a TensorDict of any batch
-shape, runs one batched forward pass of an agent's :class:`ActionSelector` on the batch's
-device, mixes in epsilon-random actions with one ``rand < eps`` mask and ``torch.where``, and
-writes the action. No ``item()`` read-back, no Python branch on tensor values, no loop over samples.
+It wraps one acting network and an action spec, and writes an action into a TensorDict of any
+batch shape (unbatched ``[]``, ``[B]``, multi-agent ``[E, R]``), on the data's device, with
+epsilon-greedy exploration drawn inside the spec. The network can be
 
-Modes: exploration (epsilon and stochastic policies) when TorchRL's exploration type is
-``RANDOM``, or, outside any ``set_exploration_type`` context, when the module is in training
-mode (``policy.train()``); deterministic evaluation otherwise (``policy.eval()`` or
-``set_exploration_type(ExplorationType.DETERMINISTIC)``).
+* any ``nn.Module``: called on the tensors at ``in_keys`` (default ``["observation"]``); its
+  output ``[*batch, F]`` becomes an action through a head built from the action spec
+  (:class:`~marinenav.policy.action_space.ActionSpace`: argmax of ``n`` logits for
+  ``Categorical`` / ``OneHot``, ``tanh`` squashed into ``[low, high]`` for ``Bounded``);
+* a ``TensorDictModule`` (any ``TensorDictModuleBase``): called on the TensorDict, it writes
+  the action at ``out_key`` itself (a stochastic actor samples as TorchRL's exploration type
+  says); the wrapper adds epsilon-greedy on top;
+* an :class:`~marinenav.policy.selectors.ActionSelector` (marinenav's agents, the preset): reads
+  ``(self_state [..., 7], objects [..., 5, 5], objects_mask [..., 5])`` at the ``("agents",
+  ...)`` keys of ``MarineNavEnv`` and an optional CVaR level, and acts in marinenav's spec (25
+  indices, or a box ``[-1, 1]^2``) unless another is given.
+
+Exploration: with probability ``epsilon`` (a tensor buffer) per batch element the action is
+replaced by a uniform draw inside the spec, with one ``rand < epsilon`` mask and
+``torch.where``: no ``item()`` read-back, no Python branch on tensor values, no loop. Actions
+explore when TorchRL's exploration type is ``RANDOM``, or, outside any ``set_exploration_type``
+context, when the module is in training mode (``policy.train()``); evaluation is deterministic
+(``policy.eval()`` or ``set_exploration_type(ExplorationType.DETERMINISTIC)``).
 
 Random numbers come from the wrapper's own ``torch.Generator`` on the batch's device, drawn in
 the flattened batch order, so the same inputs and seed give the same actions whether the batch
@@ -25,8 +38,10 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from tensordict.utils import NestedKey
 from torch import nn
+from torchrl.data import Bounded, Categorical, TensorSpec
 from torchrl.envs.utils import ExplorationType, exploration_type
 
+from marinenav.policy.action_space import ActionSpace
 from marinenav.policy.selectors import ActionSelector
 from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
@@ -38,36 +53,68 @@ DEFAULT_IN_KEYS: tuple[NestedKey, ...] = (
 DEFAULT_OUT_KEY: NestedKey = ("agents", "action")
 
 
+def marinenav_action_spec(action_kind: Literal["discrete", "continuous"]) -> TensorSpec:
+    """One robot's action spec in ``MarineNavEnv``: an index ``0..24`` or a box ``[-1, 1]^2``
+    (spec B2, C3)."""
+    if action_kind == "discrete":
+        return Categorical(NUM_DISCRETE_ACTIONS, shape=(), dtype=torch.int64)
+    return Bounded(-1.0, 1.0, shape=(2,), dtype=torch.float32)
+
+
 class PolicyWrapper(TensorDictModuleBase):
     """Acting module: observations in, actions out, for a batch of any shape.
 
     Args:
-        selector: the agent's action selector (greedy / deterministic / stochastic action).
-        in_keys: keys of ``(self_state [..., 7], objects [..., 5, 5], objects_mask [..., 5])``;
-            default the ``("agents", ...)`` keys of ``MarineNavEnv``.
-        out_key: where the action goes: int64 ``[...]`` (discrete) or ``[..., 2]``.
-        cvar_key: optional key of a CVaR level ``[...]`` in (0, 1] (risk-sensitive IQN
-            acting); absent entries use the ``cvar`` buffer (1.0: risk neutral).
+        selector: the acting network: an ``nn.Module``, a ``TensorDictModuleBase`` or an
+            ``ActionSelector`` (see the module docstring). Kept under this name for every kind.
+        action_spec: the action spec: ``env.full_action_spec`` (or ``env.action_spec`` of an
+            unbatched env), a ``Composite`` holding one ``Categorical`` / ``OneHot`` /
+            ``Bounded`` leaf (multi-agent groups included), or the leaf of one unbatched action.
+            Default: marinenav's spec for an ``ActionSelector``; required otherwise.
+        in_keys: the network's inputs: default ``["observation"]`` for a plain module,
+            ``module.in_keys`` for a TensorDict module, the ``("agents", ...)`` keys of
+            ``MarineNavEnv`` for a selector (three keys: self state, objects, object mask).
+        out_key: where the action goes; default the leaf's key in a ``Composite`` spec,
+            ``"action"`` for a leaf spec, ``("agents", "action")`` for a selector.
+        cvar_key: selectors only: optional key of a CVaR level ``[...]`` in (0, 1]
+            (risk-sensitive IQN acting); absent entries use the ``cvar`` buffer (1.0).
         epsilon: initial exploration rate (a buffer; change it with :meth:`set_epsilon`).
         seed: seed of the wrapper's random stream.
     """
 
     def __init__(
         self,
-        selector: ActionSelector,
+        selector: nn.Module,
+        action_spec: TensorSpec | None = None,
         *,
-        in_keys: Sequence[NestedKey] = DEFAULT_IN_KEYS,
-        out_key: NestedKey = DEFAULT_OUT_KEY,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_key: NestedKey | None = None,
         cvar_key: NestedKey | None = "cvar",
         epsilon: float = 0.0,
         seed: int = 0,
     ) -> None:
         super().__init__()
-        if len(in_keys) != 3:
-            raise ValueError("in_keys must name (self_state, objects, objects_mask)")
+        is_selector = isinstance(selector, ActionSelector)
+        if action_spec is None:
+            if not is_selector:
+                raise ValueError("give the action spec (e.g. env.full_action_spec)")
+            action_spec = marinenav_action_spec(selector.action_kind)
+            out_key = DEFAULT_OUT_KEY if out_key is None else out_key
+        self.space = ActionSpace(action_spec, out_key)
+        out_key = self.space.key if out_key is None else out_key
+        if isinstance(selector, TensorDictModuleBase):
+            in_keys = list(selector.in_keys) if in_keys is None else list(in_keys)
+            out_keys = [*(k for k in selector.out_keys if k != out_key), out_key]
+        else:
+            default = DEFAULT_IN_KEYS if is_selector else ("observation",)
+            in_keys = list(default if in_keys is None else in_keys)
+            out_keys = [out_key]
+        if is_selector and len(in_keys) != 3:
+            raise ValueError("a selector's in_keys must name (self_state, objects, objects_mask)")
         self.selector = selector
-        self.in_keys = list(in_keys)
-        self.out_keys = [out_key]
+        self.in_keys = in_keys
+        self.out_keys = out_keys
+        self.action_key = out_key
         self.cvar_key = cvar_key
         self.register_buffer("epsilon", torch.tensor(float(epsilon)))
         self.register_buffer("cvar", torch.tensor(1.0))
@@ -76,7 +123,7 @@ class PolicyWrapper(TensorDictModuleBase):
 
     @property
     def action_kind(self) -> Literal["discrete", "continuous"]:
-        return self.selector.action_kind
+        return "discrete" if self.space.discrete else "continuous"
 
     def set_epsilon(self, value: float | torch.Tensor) -> None:
         """Change the exploration rate in place (no recompilation, no host read)."""
@@ -105,6 +152,22 @@ class PolicyWrapper(TensorDictModuleBase):
         return mode == ExplorationType.RANDOM
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        explore = self.exploring()
+        with torch.no_grad():
+            if isinstance(self.selector, ActionSelector):
+                action = self._select(tensordict, explore)
+            elif isinstance(self.selector, TensorDictModuleBase):
+                action = self.selector(tensordict).get(self.action_key)
+            else:
+                inputs = [tensordict.get(key) for key in self.in_keys]
+                action = self.space.head(self.selector(*inputs))
+            if explore:
+                action = self._epsilon_greedy(action)
+        tensordict.set(self.action_key, action)
+        return tensordict
+
+    def _select(self, tensordict: TensorDictBase, explore: bool) -> torch.Tensor:
+        """A selector's action ``[*batch, *event]`` from the flattened observations ``[N, ...]``."""
         self_state = tensordict.get(self.in_keys[0])
         objects = tensordict.get(self.in_keys[1])
         objects_mask = tensordict.get(self.in_keys[2])
@@ -114,29 +177,23 @@ class PolicyWrapper(TensorDictModuleBase):
             objects.reshape(-1, *objects.shape[-2:]),
             objects_mask.reshape(-1, objects_mask.shape[-1]),
         )
-        n, device = flat[0].shape[0], self_state.device
+        n = flat[0].shape[0]
         cvar = tensordict.get(self.cvar_key, None) if self.cvar_key is not None else None
         cvar = self.cvar.expand(n) if cvar is None else cvar.reshape(n).to(self.cvar.dtype)
-        explore = self.exploring()
-        generator = self.generator(device)
-        with torch.no_grad():
-            action = self.selector(*flat, explore=explore, cvar=cvar, generator=generator)
-            if explore:
-                draw = torch.rand(n, generator=generator, device=device)
-                random_action = self._random_action(n, action.dtype, device, generator)
-                take = (draw < self.epsilon).view(n, *([1] * (action.dim() - 1)))
-                action = torch.where(take, random_action, action)
-        tensordict.set(self.out_keys[0], action.reshape(*batch, *action.shape[1:]))
-        return tensordict
+        generator = self.generator(self_state.device)
+        action = self.selector(*flat, explore=explore, cvar=cvar, generator=generator)
+        return action.reshape(batch + action.shape[1:])
 
-    def _random_action(
-        self, n: int, dtype: torch.dtype, device: torch.device, generator: torch.Generator
-    ) -> torch.Tensor:
-        """Uniform random actions: an index in 0..24, or ``U[-1, 1]^2`` (spec B2, C3)."""
-        if self.action_kind == "discrete":
-            return torch.randint(0, NUM_DISCRETE_ACTIONS, (n,), generator=generator,
-                                 device=device, dtype=dtype)  # fmt: skip
-        return torch.rand((n, 2), generator=generator, device=device, dtype=dtype) * 2 - 1
+    def _epsilon_greedy(self, action: torch.Tensor) -> torch.Tensor:
+        """``action [*batch, *event]`` with each batch element replaced, with probability
+        ``epsilon``, by a uniform draw inside the spec."""
+        event_dims = len(self.space.event_shape)
+        batch = action.shape[: action.dim() - event_dims]
+        generator = self.generator(action.device)
+        draw = torch.rand(batch, generator=generator, device=action.device)
+        random_action = self.space.sample(batch, generator, action.dtype)
+        take = (draw < self.epsilon).reshape((*batch, *([1] * event_dims)))
+        return torch.where(take, random_action, action)
 
 
 def module_device(module: nn.Module) -> torch.device:
