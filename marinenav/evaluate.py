@@ -1,10 +1,18 @@
-"""Evaluate a trained run: ``python -m marinenav.evaluate RUN_DIR [--scenarios FILE ...]``.
+"""Evaluate a trained run or a planner file.
 
-Loads the run's agent from its checkpoint, runs an evaluation set (the run's own
-``eval_configs.json`` by default, or scenario JSON files in the original's layout: one episode
-dict or a list of them per file) all at once as one batched environment with deterministic
-actions, prints the original's metrics, writes them to ``--out`` as JSON, and renders pictures
-of the first episodes (PNG frames and an animated GIF) when ``--pictures N`` is given.
+``python -m marinenav.evaluate RUN_DIR [--set paper|large | --scenarios FILE ...]`` loads the
+run's agent from its checkpoint; ``python -m marinenav.evaluate --planner FILE.pt
+[--agent-type ac_iqn]`` loads a TorchScript planner (the original's ``traced_*_model.pt`` or our
+export, :mod:`marinenav.planner`). Either runs an evaluation set (the run's own
+``eval_configs.json`` by default; a named set, :data:`EVALUATION_SETS`; or scenario JSON files in
+the original's layout) all at once as one batched environment with deterministic actions (a
+planner acts by its own rule: SAC samples, IQN draws its taus, unless told otherwise), prints the
+original's metrics with Wilson 95% intervals and per stage, writes them to ``--out`` as JSON,
+and renders pictures of the first episodes (PNG frames and an animated GIF) when ``--pictures N``
+is given (runs only).
+
+Planners are evaluated in float64 (the original's precision and the files' own) with the
+evaluation seed 253, unless ``--dtype`` / ``--seed`` say otherwise.
 """
 
 from __future__ import annotations
@@ -15,10 +23,43 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tensordict.nn import TensorDictModuleBase
+
 from marinenav.agents import Agent
+from marinenav.planner import PlannerLoadError, PlannerPolicy, planner_policy
 from marinenav.sim import load_scenario_file
+from marinenav.stats import format_rate
 from marinenav.training.checkpoint import load_agent
-from marinenav.training.evaluation import Evaluator, evaluation_setup
+from marinenav.training.evaluation import (
+    EVALUATION_SETS,
+    Evaluator,
+    evaluation_setup,
+    named_scenarios,
+)
+
+PLANNER_GAMMA = 0.99  # the original's discount, for the reported return of a planner
+PLANNER_EVAL_SEED = 253  # the original's evaluation seed
+
+
+def evaluate_policy(
+    policy: TensorDictModuleBase,
+    action_kind: str,
+    gamma: float,
+    config: dict[str, Any],
+    scenarios: list[dict],
+    device: str = "cpu",
+    max_steps: int = 1001,
+    episodes_per_stage: int | None = None,
+    compact: bool = True,
+) -> dict[str, Any]:
+    """Metrics of ``policy`` on ``scenarios``, in the layout of a run with ``config`` (slots,
+    precision, noise seed: :func:`evaluation_setup`)."""
+    if not scenarios:
+        raise ValueError("no scenarios to evaluate")
+    setup = evaluation_setup(config, scenarios)
+    evaluator = Evaluator(scenarios, action_kind, gamma, max_steps, device=device, **setup)
+    evaluator.episodes_per_stage = episodes_per_stage
+    return evaluator.run(policy, compact=compact)
 
 
 def evaluate_agent(
@@ -30,14 +71,37 @@ def evaluate_agent(
     episodes_per_stage: int | None = None,
 ) -> dict[str, Any]:
     """Metrics of ``agent`` (trained in a run with ``config``) on ``scenarios``."""
-    if not scenarios:
-        raise ValueError("no scenarios to evaluate")
-    setup = evaluation_setup(config, scenarios)
-    evaluator = Evaluator(
-        scenarios, agent.action_kind, agent.config.gamma, max_steps, device=device, **setup
-    )
-    evaluator.episodes_per_stage = episodes_per_stage
-    return evaluator.run(agent.policy)
+    return evaluate_policy(
+        agent.policy, agent.action_kind, agent.config.gamma, config, scenarios, device,
+        max_steps, episodes_per_stage,
+    )  # fmt: skip
+
+
+def planner_config(dtype: str = "float64", seed: int = PLANNER_EVAL_SEED) -> dict[str, Any]:
+    """The evaluation layout of a planner: the paper's slots (5 robots, 4 obstacles, no cores),
+    ``dtype`` and the evaluation noise seed."""
+    return {
+        "env": {"robot_slots": 5, "obstacle_slots": 4, "core_slots": 0, "dtype": dtype},
+        "evaluation": {"seed": seed},
+    }
+
+
+def evaluate_planner(
+    policy: PlannerPolicy,
+    scenarios: list[dict],
+    episodes_per_stage: int | None = None,
+    dtype: str = "float64",
+    seed: int = PLANNER_EVAL_SEED,
+    max_steps: int = 1001,
+    compact: bool = True,
+) -> dict[str, Any]:
+    """Metrics of a planner file's policy (:mod:`marinenav.planner`) on ``scenarios``; its random
+    stream (IQN's taus, SAC's noise) restarts from ``seed``."""
+    policy.set_seed(seed)
+    return evaluate_policy(
+        policy, policy.action_kind, PLANNER_GAMMA, planner_config(dtype, seed), scenarios,
+        "cpu", max_steps, episodes_per_stage, compact,
+    )  # fmt: skip
 
 
 def run_scenarios(run_dir: str | Path, scenario_files: list[str | Path] | None) -> list[dict]:
@@ -61,13 +125,25 @@ def evaluate_run(
 
 
 def format_table(metrics: dict[str, Any]) -> str:
-    """The aggregate metrics as a small Markdown table."""
+    """The aggregate metrics as a small Markdown table; success rates carry their episode count
+    and Wilson 95% interval."""
     rows = ["| metric | value |", "| --- | ---: |"]
+    episodes = metrics["episodes"]["success"]
+    per_stage = [k for k in metrics if k.startswith("eval/success_rate_stage")]
+    stage_size = len(episodes) // len(per_stage) if per_stage else 0
     for name, value in metrics.items():
-        if name.startswith("eval/"):
-            shown = "n/a (no successful episode)" if value is None else f"{value:.3f}"
-            rows.append(f"| {name[5:]} | {shown} |")
-    rows.append(f"| episodes | {len(metrics['episodes']['success'])} |")
+        if not name.startswith("eval/"):
+            continue
+        if value is None:
+            shown = "n/a (no successful episode)"
+        elif name == "eval/success_rate":
+            shown = format_rate(sum(episodes), len(episodes))
+        elif name in per_stage:
+            shown = format_rate(round(value * stage_size), stage_size)
+        else:
+            shown = f"{value:.3f}"
+        rows.append(f"| {name[5:]} | {shown} |")
+    rows.append(f"| episodes | {len(episodes)} |")
     return "\n".join(rows)
 
 
@@ -75,26 +151,46 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m marinenav.evaluate", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("run_dir", help="a training run directory (holds checkpoint.pt)")
+    parser.add_argument("run_dir", nargs="?", help="a training run directory (holds checkpoint.pt)")
+    parser.add_argument("--planner", help="a TorchScript planner file instead of a run")
+    parser.add_argument("--agent-type", help="the planner's agent (default: from the file)")
+    parser.add_argument("--sac-action", choices=("sample", "mean"), default="sample",
+                        help="SAC planners: sample as the C++ planner does, or the mean action")
+    parser.add_argument("--iqn-taus", choices=("random", "midpoints"), default="random",
+                        help="IQN planners: U(0,1) taus as the C++ planner, or fixed midpoints")
+    parser.add_argument("--set", choices=tuple(EVALUATION_SETS), default=None,
+                        help="a named evaluation set (default: the run's own; planners: paper)")
     parser.add_argument("--scenarios", nargs="*", help="scenario JSON files (original layout)")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
+                        help="planners: simulation precision")
+    parser.add_argument("--seed", type=int, default=PLANNER_EVAL_SEED,
+                        help="planners: noise seed of the evaluation")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--max-steps", type=int, default=1001)
     parser.add_argument("--out", help="write the metrics as JSON here")
     parser.add_argument("--pictures", type=int, default=0, help="render the first N episodes")
     parser.add_argument("--pictures-dir", default=None, help="default: RUN_DIR/pictures")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # fmt: skip
+    if (args.run_dir is None) == (args.planner is None):
+        parser.error("give a run directory or --planner FILE (one of the two)")
+    if args.set and args.scenarios:
+        parser.error("give --set or --scenarios, not both")
     try:
-        agent, config = load_agent(args.run_dir, args.device)
-        scenarios = run_scenarios(args.run_dir, args.scenarios)
-        per_stage = None if args.scenarios else config["curriculum"]["eval_episodes_per_stage"]
-        metrics = evaluate_agent(agent, config, scenarios, args.device, args.max_steps, per_stage)
-    except (FileNotFoundError, ValueError) as error:
+        if args.planner:
+            metrics = _evaluate_planner_file(args)
+        else:
+            agent, config = load_agent(args.run_dir, args.device)
+            scenarios, per_stage = _scenarios(args, config)
+            metrics = evaluate_agent(
+                agent, config, scenarios, args.device, args.max_steps, per_stage
+            )
+    except (FileNotFoundError, ValueError, PlannerLoadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(format_table(metrics))
     if args.out:
         Path(args.out).write_text(json.dumps(metrics, indent=1))
-    if args.pictures:
+    if args.pictures and args.run_dir:
         from marinenav.viz import record_episode, save_animation, save_frames
 
         target = Path(args.pictures_dir or Path(args.run_dir) / "pictures")
@@ -107,6 +203,30 @@ def main(argv: list[str] | None = None) -> int:
             gif = save_animation(recording, target / f"episode_{k:03d}.gif")
             print(f"episode {k}: {len(frames)} frames in {frames[0].parent}, animation {gif}")
     return 0
+
+
+def _scenarios(args: argparse.Namespace, config: dict[str, Any] | None) -> tuple[list, int | None]:
+    """The scenario set the arguments name, and its episodes per stage (None: no stages)."""
+    if args.scenarios:
+        return [s for path in args.scenarios for s in load_scenario_file(path)], None
+    if args.set or config is None:
+        name = args.set or "paper"
+        return named_scenarios(name), EVALUATION_SETS[name][0]
+    scenarios = json.loads((Path(args.run_dir) / "eval_configs.json").read_text())
+    return scenarios, config["curriculum"]["eval_episodes_per_stage"]
+
+
+def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:
+    policy = planner_policy(
+        args.planner, args.agent_type, sac_action=args.sac_action, taus=args.iqn_taus
+    )
+    scenarios, per_stage = _scenarios(args, None)
+    metrics = evaluate_planner(
+        policy, scenarios, per_stage, args.dtype, args.seed, args.max_steps
+    )
+    metrics["planner"] = {"file": str(args.planner), "agent": policy.agent_type,
+                          "sac_action": args.sac_action, "iqn_taus": args.iqn_taus}  # fmt: skip
+    return metrics
 
 
 if __name__ == "__main__":

@@ -4,6 +4,19 @@ The set is generated once, deterministically from a seed, with ``episodes_per_st
 for each curriculum stage (the original: 10 per stage, 60 in all, seed 253), and saved in the
 original's ``eval_configs.json`` layout. Every evaluation restarts exactly these scenarios.
 
+Named sets (:data:`EVALUATION_SETS`, :func:`named_scenarios`): ``paper``, the original's 60
+episodes (10 per stage of the paper's curriculum, seed 253), and ``large``, 600 episodes (100 per
+stage, seed 2026) whose Wilson 95% interval is about +-4 points instead of +-12, enough to tell
+agents apart.
+
+Finished work stops costing compute: at every host check (each :data:`EARLY_EXIT_EVERY` steps)
+the evaluator selects the robots still acting in episodes still running, and the policy runs on
+those rows only until the next check (the simulator keeps stepping the whole batch, so the
+perception-noise stream, and with it every result, is unchanged). For a policy whose action is a
+function of each row alone (every deterministic agent and planner) the metrics equal those of
+the uncompacted run; a policy that draws random numbers per row (IQN's quantile fractions, a
+sampling SAC) gets different draws of the same distribution.
+
 Per episode (original metrics): the discounted return averaged over robots, success (every
 robot reached its goal; an episode ends at its first collision), travel time and thrust energy
 averaged over robots (robots that never finished included). Aggregates: mean return over all
@@ -16,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
@@ -26,8 +39,12 @@ from marinenav.sim.curriculum import CurriculumSchedule, evaluation_stage_params
 from marinenav.sim.generation import generate_scenarios
 from marinenav.sim.scenario import default_scenario
 from marinenav.sim.scenario_json import scenarios_to_dicts
+from marinenav.stats import wilson_interval
 
-EARLY_EXIT_EVERY = 50  # evaluation steps between host checks of "all episodes over"
+EARLY_EXIT_EVERY = 50  # evaluation steps between host checks (early exit, compaction)
+# name -> (episodes per stage, seed) of the paper's 6-stage curriculum
+EVALUATION_SETS: dict[str, tuple[int, int]] = {"paper": (10, 253), "large": (100, 2026)}
+_OBSERVATION_KEYS = ("self_state", "objects", "objects_mask")
 
 
 def evaluation_scenarios(
@@ -46,6 +63,28 @@ def evaluation_scenarios(
     base.is_eval_env.fill_(True)
     generator = torch.Generator().manual_seed(seed)
     return scenarios_to_dicts(generate_scenarios(base, *params, generator=generator))
+
+
+def named_scenarios(
+    name: str,
+    schedule: CurriculumSchedule | None = None,
+    robot_slots: int = 5,
+    obstacle_slots: int = 4,
+    core_slots: int = 0,
+) -> list[dict]:
+    """The named evaluation set (:data:`EVALUATION_SETS`) of ``schedule`` (default the paper's
+    curriculum), as scenario dicts, stage by stage."""
+    if name not in EVALUATION_SETS:
+        raise ValueError(
+            f"unknown evaluation set {name!r}; choose one of {', '.join(EVALUATION_SETS)}"
+        )
+    from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE
+
+    per_stage, seed = EVALUATION_SETS[name]
+    return evaluation_scenarios(
+        schedule or DEFAULT_TRAINING_SCHEDULE, per_stage, seed, robot_slots, obstacle_slots,
+        core_slots,
+    )  # fmt: skip
 
 
 def evaluation_setup(config: Mapping[str, Any], scenarios: Sequence[Mapping]) -> dict[str, Any]:
@@ -104,9 +143,37 @@ class Evaluator:
         self.max_steps = max_steps
         self.episodes_per_stage: int | None = None
 
-    def run(self, policy: TensorDictModuleBase) -> dict[str, Any]:
+    @staticmethod
+    def _act_on_rows(
+        policy: TensorDictModuleBase,
+        td: TensorDictBase,
+        rows: torch.Tensor,
+        full_action: torch.Tensor,
+        flat_action: torch.Tensor,
+    ) -> torch.Tensor:
+        """The policy's actions for the flat ``rows`` of the ``[E, R]`` batch, scattered into
+        ``full_action`` (zeros elsewhere: ignored for robots that no longer act)."""
+        n = rows.shape[0]
+        sub = TensorDict(
+            {("agents", key): td.get(("agents", key)).flatten(0, 1)[rows]
+             for key in _OBSERVATION_KEYS},
+            batch_size=[n], device=td.device,
+        )  # fmt: skip
+        flat_action.zero_()
+        if n:
+            flat_action[rows] = policy(sub).get(("agents", "action")).to(flat_action.dtype)
+        return full_action.clone()
+
+    def run(self, policy: TensorDictModuleBase, compact: bool = True) -> dict[str, Any]:
         """Evaluate ``policy`` (deterministic mode); returns host-side metrics and per-episode
-        lists. Reads back once per ``EARLY_EXIT_EVERY`` steps and once at the end."""
+        lists. Reads back once per ``EARLY_EXIT_EVERY`` steps and once at the end.
+
+        Args:
+            policy: reads ``("agents", self_state | objects | objects_mask)``, writes
+                ``("agents", "action")``.
+            compact: run the policy only on the rows still acting (see the module docstring);
+                ``False`` runs it on every slot of every environment at every step.
+        """
         env, sim = self.env, self.env.sim
         E, R = env.num_envs, env.num_robots
         device = env.device
@@ -119,9 +186,23 @@ class Evaluator:
         reached = torch.zeros(E, R, dtype=torch.bool, device=device)
         env.set_seed(self.seed)
         td = env.reset()
+        action_spec = env.full_action_spec["agents", "action"]
+        full_action = torch.zeros(action_spec.shape, dtype=action_spec.dtype, device=device)
+        flat_action = full_action.view(E * R, *action_spec.shape[2:])
+        rows = torch.arange(E * R, device=device)
         with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
             for step in range(self.max_steps):
-                td = policy(td)
+                if step % EARLY_EXIT_EVERY == 0 and step > 0:
+                    if bool(finished.all()):  # host: early exit
+                        break
+                if compact and step % EARLY_EXIT_EVERY == 0:
+                    live = td["agents", "active"] & ~finished.unsqueeze(-1)
+                    rows = live.reshape(-1).nonzero().squeeze(-1)  # host: compaction
+                if compact:
+                    td.set(("agents", "action"), self._act_on_rows(policy, td, rows, full_action,
+                                                                  flat_action))  # fmt: skip
+                else:
+                    td = policy(td)
                 out: TensorDictBase = env.step(td)["next"]
                 acting = td["agents", "active"] & ~finished.unsqueeze(-1)
                 reward = out["agents", "reward"].squeeze(-1).to(torch.float64)
@@ -132,8 +213,6 @@ class Evaluator:
                 discount = discount * self.gamma
                 finished |= out["done"].squeeze(-1)
                 td = out
-                if (step + 1) % EARLY_EXIT_EVERY == 0 and bool(finished.all()):  # host: early exit
-                    break
         present = sim.scenario.robot_present
         count = present.sum(-1).clamp(min=1).double()
         success = (reached | ~present).all(-1)
@@ -159,9 +238,12 @@ class Evaluator:
             "episodes": {"return": rewards, "success": [s > 0.5 for s in successes],
                          "time": times, "energy": energies},
         }  # fmt: skip
+        # Wilson 95% intervals of the success rates (not under "eval/": those are logged scalars)
+        metrics["ci95"] = {"success_rate": wilson_interval(len(successful), E)}
         if self.episodes_per_stage:
             k = self.episodes_per_stage
             for stage in range(E // k):
-                block = successes[stage * k : (stage + 1) * k]
-                metrics[f"eval/success_rate_stage{stage}"] = sum(block) / k
+                count = round(sum(successes[stage * k : (stage + 1) * k]))
+                metrics[f"eval/success_rate_stage{stage}"] = count / k
+                metrics["ci95"][f"success_rate_stage{stage}"] = wilson_interval(count, k)
         return metrics

@@ -1,0 +1,223 @@
+"""TorchScript planners as batched policies: the original's trained files and our exports alike.
+
+A *planner file* is a float64 TorchScript module in the calling convention of the original's
+C++ planner (spec C7, :mod:`marinenav.export`): ``forward((self_state [N, 7], objects [N, 5, 5],
+mask [N, 5]))``, IQN ``forward(state_tuple, taus [N, 32])``. The original authors' trained
+planners (``traced_AC_IQN_model.pt``, ...) and the files :mod:`marinenav.export` writes load
+through the one function :func:`load_planner`, and :class:`PlannerPolicy` turns either into a
+TorchRL policy that acts on ``MarineNavEnv`` observations of any batch shape with the planner's
+own action rule (:func:`marinenav.export.planner_action`):
+
+==========  ===================================================================================
+agent       action
+==========  ===================================================================================
+ac_iqn      the actor's output in (-1, 1)
+ddpg        the actor's output in (-1, 1)
+sac         ``sample`` (the planner's rule, default): ``(2/pi) atan(mu + exp(log_sigma) n)``,
+            ``n ~ N(0, 1)``; ``mean``: ``(2/pi) atan(mu)``
+iqn         argmax of the mean over 32 quantiles at ``taus ~ U(0, 1)`` (``taus="random"``,
+            the planner's rule) or at the fixed midpoints ``(i + 0.5) / 32`` (``"midpoints"``:
+            deterministic, for exact comparisons)
+dqn         argmax Q
+rainbow     argmax of ``sum_z z p`` on the support recorded in the file's metadata
+==========  ===================================================================================
+
+The agent type comes from ``agent_type=`` when given, else from the metadata our exports carry,
+else from the original's file name ``traced_<MODEL_TYPE>_model.pt``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModuleBase
+from tensordict.utils import NestedKey
+
+from marinenav.export import (
+    CONTINUOUS,
+    EXPORT_NUM_TAU,
+    METADATA_FILE,
+    MODEL_TYPES,
+    agent_type_name,
+)
+
+DEFAULT_IN_KEYS: tuple[NestedKey, ...] = (
+    ("agents", "self_state"),
+    ("agents", "objects"),
+    ("agents", "objects_mask"),
+)
+DEFAULT_OUT_KEY: NestedKey = ("agents", "action")
+_FILE_NAME = re.compile(r"traced_(?P<type>.+)_model\.pt$")
+
+
+class PlannerLoadError(ValueError):
+    """A file that is not a usable planner (unreadable, or of unknown agent type)."""
+
+
+def load_planner(
+    path: str | Path, agent_type: str | None = None
+) -> tuple[torch.jit.ScriptModule, str, dict[str, Any]]:
+    """Load a planner file.
+
+    Args:
+        path: a TorchScript file (the original's ``traced_*_model.pt`` or our export).
+        agent_type: ``"ac_iqn"``, ``"AC_IQN"``, ``"iqn"``, ...; default from the file.
+
+    Returns:
+        ``(module, agent_type, metadata)``: the CPU module in eval mode, the normalised agent
+        name (``"ac_iqn"``, ...), and the file's ``marinenav_export.json`` record (``{}`` for
+        the original's files).
+
+    Raises:
+        FileNotFoundError: no such file.
+        PlannerLoadError: not a TorchScript file, or its agent type cannot be told.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no planner file at {path}")
+    extra = {METADATA_FILE: ""}
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)
+            module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
+    except (RuntimeError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PlannerLoadError(f"{path} is not a TorchScript planner ({reason})") from None
+    metadata: dict[str, Any] = json.loads(extra[METADATA_FILE]) if extra[METADATA_FILE] else {}
+    if agent_type is None:
+        agent_type = metadata.get("agent")
+    if agent_type is None:
+        match = _FILE_NAME.search(path.name)
+        agent_type = match.group("type") if match else None
+    if agent_type is None:
+        raise PlannerLoadError(
+            f"cannot tell the agent type of {path}: name it traced_<TYPE>_model.pt "
+            f"(TYPE one of {', '.join(MODEL_TYPES.values())}) or pass agent_type / --agent-type"
+        )
+    try:
+        name = agent_type_name(agent_type)
+    except ValueError as error:
+        raise PlannerLoadError(f"{path}: {error}") from None
+    return module.eval(), name, metadata
+
+
+class PlannerPolicy(TensorDictModuleBase):
+    """A planner file acting on ``MarineNavEnv`` observations (any batch shape).
+
+    Args:
+        module: the loaded TorchScript planner (:func:`load_planner`).
+        agent_type: its normalised agent name.
+        metadata: the file's export record (Rainbow's support is read from it).
+        sac_action: ``"sample"`` (the planner's rule) or ``"mean"``; SAC only.
+        taus: ``"random"`` (the planner's rule) or ``"midpoints"``; IQN only.
+        seed: seed of the policy's random stream (IQN's taus, SAC's noise), drawn in flat batch
+            order.
+        in_keys: keys of ``(self_state [..., 7], objects [..., 5, 5], objects_mask [..., 5])``.
+        out_key: the action: int64 ``[...]`` or ``[..., 2]`` in the observation's float dtype.
+
+    The module runs on the CPU in float64 (the file's precision): observations are moved and
+    cast, actions cast and moved back to the observation's device.
+    """
+
+    def __init__(
+        self,
+        module: torch.jit.ScriptModule,
+        agent_type: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        sac_action: Literal["sample", "mean"] = "sample",
+        taus: Literal["random", "midpoints"] = "random",
+        seed: int = 0,
+        in_keys: tuple[NestedKey, ...] = DEFAULT_IN_KEYS,
+        out_key: NestedKey = DEFAULT_OUT_KEY,
+    ) -> None:
+        super().__init__()
+        if sac_action not in ("sample", "mean"):
+            raise ValueError(f"sac_action must be 'sample' or 'mean', got {sac_action!r}")
+        if taus not in ("random", "midpoints"):
+            raise ValueError(f"taus must be 'random' or 'midpoints', got {taus!r}")
+        self.module = module
+        self.agent_type = agent_type_name(agent_type)
+        self.metadata = dict(metadata or {})
+        self.sac_action = sac_action
+        self.taus = taus
+        self.in_keys = list(in_keys)
+        self.out_keys = [out_key]
+        self.generator = torch.Generator().manual_seed(seed)
+        self.seed = seed
+        midpoints = (torch.arange(EXPORT_NUM_TAU, dtype=torch.float64) + 0.5) / EXPORT_NUM_TAU
+        self.register_buffer("_midpoints", midpoints.unsqueeze(0), persistent=False)
+        num_atoms = int(self.metadata.get("atoms", 51))
+        support = torch.linspace(
+            float(self.metadata.get("v_min", -10.0)), float(self.metadata.get("v_max", 10.0)),
+            num_atoms, dtype=torch.float64,
+        )  # fmt: skip
+        self.register_buffer("_support", support, persistent=False)
+
+    @property
+    def action_kind(self) -> Literal["discrete", "continuous"]:
+        return "continuous" if self.agent_type in CONTINUOUS else "discrete"
+
+    def set_seed(self, seed: int) -> None:
+        """Restart the random stream (IQN's taus, SAC's noise)."""
+        self.seed = seed
+        self.generator.manual_seed(seed)
+
+    @torch.no_grad()
+    def act(
+        self, self_state: torch.Tensor, objects: torch.Tensor, objects_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Actions of a flat batch: ``self_state [N, 7]``, ``objects [N, 5, 5]``,
+        ``objects_mask [N, 5]`` (bool or 0/1) -> int64 ``[N]`` or float64 ``[N, 2]`` (CPU)."""
+        f64 = torch.float64
+        state = (self_state.to("cpu", f64), objects.to("cpu", f64), objects_mask.to("cpu", f64))
+        n, name = state[0].shape[0], self.agent_type
+        if name == "iqn":
+            if self.taus == "random":
+                taus = torch.rand(n, EXPORT_NUM_TAU, generator=self.generator, dtype=f64)
+            else:
+                taus = self._midpoints.expand(n, EXPORT_NUM_TAU)
+            return self.module(state, taus).mean(dim=-2).argmax(dim=-1)
+        out = self.module(state)
+        if name == "sac":
+            mu, log_sigma = out
+            if self.sac_action == "sample":
+                noise = torch.randn(mu.shape, generator=self.generator, dtype=f64)
+                mu = mu + log_sigma.exp() * noise
+            return (2.0 / math.pi) * torch.atan(mu)
+        if name in CONTINUOUS:
+            return out
+        if name == "dqn":
+            return out.argmax(dim=-1)
+        return (out * self._support).sum(dim=-1).argmax(dim=-1)  # rainbow
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self_state = tensordict.get(self.in_keys[0])
+        objects = tensordict.get(self.in_keys[1])
+        objects_mask = tensordict.get(self.in_keys[2])
+        batch = self_state.shape[:-1]
+        action = self.act(
+            self_state.reshape(-1, self_state.shape[-1]),
+            objects.reshape(-1, *objects.shape[-2:]),
+            objects_mask.reshape(-1, objects_mask.shape[-1]),
+        )
+        if self.action_kind == "continuous":
+            action = action.to(self_state.dtype)
+        action = action.to(self_state.device).reshape(*batch, *action.shape[1:])
+        tensordict.set(self.out_keys[0], action)
+        return tensordict
+
+
+def planner_policy(
+    path: str | Path, agent_type: str | None = None, **kwargs: Any
+) -> PlannerPolicy:
+    """:func:`load_planner` then :class:`PlannerPolicy` (keyword arguments go to it)."""
+    module, name, metadata = load_planner(path, agent_type)
+    return PlannerPolicy(module, name, metadata, **kwargs)

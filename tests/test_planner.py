@@ -1,0 +1,169 @@
+"""Planner files (the original's trained TorchScript planners and our exports) through the one
+loader, evaluated by the batched evaluator, checked against values recorded once by the
+one-episode, one-robot-at-a-time loop of ``benchmarks/sequential_evaluation.py``.
+
+The recording switched the perception noise off, used SAC's mean action and IQN's midpoint
+taus, so both loops are deterministic and must agree exactly (up to float64 round-off in the
+returns)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from tensordict import TensorDict
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from marinenav.agents import make_agent
+from marinenav.evaluate import evaluate_planner, main
+from marinenav.export import export_torchscript, planner_file_name
+from marinenav.planner import PlannerLoadError, load_planner, planner_policy
+from marinenav.training.evaluation import named_scenarios
+
+DATA = Path(__file__).parent / "data"
+PRETRAINED = DATA / "pretrained"
+RECORDED = json.loads((DATA / "planner_metrics.json").read_text())
+
+
+def recorded_scenarios() -> list[dict]:
+    """The recording's scenarios: the paper set's first episodes of every stage, noise off."""
+    k = RECORDED["episodes_per_stage"]
+    full = named_scenarios("paper")
+    chosen = [copy.deepcopy(full[s * 10 + i]) for s in range(6) for i in range(k)]
+    for scenario in chosen:
+        perception = scenario["robots"]["perception"]
+        n = len(perception["pos_std"])
+        perception.update(pos_std=[0.0] * n, vel_std=[0.0] * n, r_mean_ratio=[1.0] * n)
+    return chosen
+
+
+@pytest.fixture(scope="module")
+def scenarios() -> list[dict]:
+    return recorded_scenarios()
+
+
+@pytest.mark.parametrize("model_type", ["AC_IQN", "DDPG", "DQN", "IQN", "SAC"])
+def test_original_planners_match_the_sequential_loop(model_type: str, scenarios) -> None:
+    policy = planner_policy(
+        PRETRAINED / f"traced_{model_type}_model.pt", sac_action="mean", taus="midpoints"
+    )
+    assert policy.agent_type == model_type.lower()  # told by the original's file name
+    metrics = evaluate_planner(policy, scenarios, RECORDED["episodes_per_stage"])
+    expected = RECORDED["planners"][model_type]
+    got = metrics["episodes"]
+    assert got["success"] == [e["success"] for e in expected]
+    # Arrivals agree to round-off. A failed episode can run 1000 steps (SAC's mean action
+    # circles), where batch-1 vs batched float64 matmul round-off grows until a collision comes
+    # a few steps earlier or later: for those only the outcome is compared.
+    arrived = [i for i, e in enumerate(expected) if e["success"]]
+    for key in ("return", "time", "energy"):
+        torch.testing.assert_close(
+            torch.tensor([got[key][i] for i in arrived], dtype=torch.float64),
+            torch.tensor([expected[i][key] for i in arrived], dtype=torch.float64),
+            rtol=1e-6, atol=1e-6,
+        )  # fmt: skip
+    k = RECORDED["episodes_per_stage"]
+    for stage in range(6):
+        block = [e["success"] for e in expected[stage * k : (stage + 1) * k]]
+        assert metrics[f"eval/success_rate_stage{stage}"] == sum(block) / k
+    low, high = metrics["ci95"]["success_rate"]
+    assert low <= metrics["eval/success_rate"] <= high
+
+
+@pytest.mark.parametrize("model_type", ["AC_IQN", "DQN"])
+def test_compaction_leaves_results_unchanged(model_type: str) -> None:
+    """With noise on: running the policy only on the rows still acting gives the same episodes
+    as running it on every slot until the slowest episode ends."""
+    scenarios = named_scenarios("paper")[::10]  # one episode per stage
+    path = PRETRAINED / f"traced_{model_type}_model.pt"
+    compact = evaluate_planner(planner_policy(path), scenarios, 1, compact=True)
+    full = evaluate_planner(planner_policy(path), scenarios, 1, compact=False)
+    assert compact["episodes"]["success"] == full["episodes"]["success"]
+    torch.testing.assert_close(
+        torch.tensor(compact["episodes"]["return"]), torch.tensor(full["episodes"]["return"]),
+        rtol=1e-9, atol=1e-9,
+    )  # fmt: skip
+
+
+def test_sampling_planners_draw_from_their_stream() -> None:
+    """SAC samples and IQN draws taus by default, from a seeded stream: same seed, same
+    actions; another seed, other actions; the mean action is the noise-free squash."""
+    gen = torch.Generator().manual_seed(0)
+    td = TensorDict({
+        ("agents", "self_state"): torch.randn(4, 3, 7, generator=gen, dtype=torch.float64) * 10,
+        ("agents", "objects"): torch.zeros(4, 3, 5, 5, dtype=torch.float64),
+        ("agents", "objects_mask"): torch.zeros(4, 3, 5, dtype=torch.bool),
+    }, batch_size=[4, 3])  # fmt: skip
+    for model_type in ("SAC", "IQN"):
+        path = PRETRAINED / f"traced_{model_type}_model.pt"
+        a = planner_policy(path, seed=1)(td.clone())["agents", "action"]
+        b = planner_policy(path, seed=1)(td.clone())["agents", "action"]
+        c = planner_policy(path, seed=2)(td.clone())["agents", "action"]
+        assert torch.equal(a, b) and not torch.equal(a, c)
+        assert a.shape == ((4, 3, 2) if model_type == "SAC" else (4, 3))
+    module, name, _ = load_planner(PRETRAINED / "traced_SAC_model.pt")
+    mean = planner_policy(PRETRAINED / "traced_SAC_model.pt", sac_action="mean")(td.clone())
+    mu, _ = module((td["agents", "self_state"].flatten(0, 1), td["agents", "objects"].flatten(0, 1),
+                    td["agents", "objects_mask"].flatten(0, 1).double()))  # fmt: skip
+    torch.testing.assert_close(
+        mean["agents", "action"], ((2 / math.pi) * torch.atan(mu)).view(4, 3, 2)
+    )
+
+
+@pytest.mark.parametrize("name", ["ac_iqn", "dqn", "rainbow"])
+def test_our_exports_load_through_the_same_loader(name: str, tmp_path: Path) -> None:
+    """Our exported file acts as the live agent's deterministic policy does."""
+    agent = make_agent(name, seed=3)
+    path = export_torchscript(agent, tmp_path / "anything.pt")  # type from the metadata
+    policy = planner_policy(path)
+    assert policy.agent_type == name
+    gen = torch.Generator().manual_seed(1)
+    mask = torch.rand(8, 5, generator=gen) < 0.5
+    obs = {
+        ("agents", "self_state"): torch.randn(8, 7, generator=gen) * 5,
+        ("agents", "objects"): torch.randn(8, 5, 5, generator=gen) * mask.unsqueeze(-1),
+        ("agents", "objects_mask"): mask,
+    }
+    ours = policy(TensorDict(obs, batch_size=[8]))["agents", "action"]
+    with set_exploration_type(ExplorationType.DETERMINISTIC):
+        live = agent.policy(TensorDict(obs, batch_size=[8]))["agents", "action"]
+    if name == "ac_iqn":
+        torch.testing.assert_close(ours, live, rtol=0, atol=1e-5)
+    else:
+        assert (ours == live).float().mean() >= 0.875  # float32 vs float64 near-ties aside
+
+
+def test_loader_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no planner file"):
+        load_planner(tmp_path / "missing.pt")
+    bad = tmp_path / "traced_DQN_model.pt"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(PlannerLoadError, match=str(bad)):
+        load_planner(bad)
+    unnamed = tmp_path / "model.pt"
+    unnamed.write_bytes((PRETRAINED / "traced_DQN_model.pt").read_bytes())
+    with pytest.raises(PlannerLoadError, match="--agent-type"):
+        load_planner(unnamed)
+    assert load_planner(unnamed, "DQN")[1] == "dqn"
+    with pytest.raises(PlannerLoadError, match="unknown agent type"):
+        load_planner(unnamed, "ppo")
+    assert planner_file_name("AC-IQN") == "traced_AC_IQN_model.pt"
+
+
+def test_command_line_evaluates_a_planner(tmp_path: Path, capsys) -> None:
+    scenario_file = tmp_path / "one.json"
+    scenario_file.write_text(json.dumps(named_scenarios("paper")[:2]))
+    out = tmp_path / "metrics.json"
+    code = main(["--planner", str(PRETRAINED / "traced_DDPG_model.pt"), "--scenarios",
+                 str(scenario_file), "--out", str(out)])  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "success_rate" in printed and "(n=2)" in printed
+    metrics = json.loads(out.read_text())
+    assert metrics["planner"]["agent"] == "ddpg" and len(metrics["episodes"]["success"]) == 2
+    assert main(["--planner", str(tmp_path / "none.pt")]) == 2
+    assert "no planner file" in capsys.readouterr().err
