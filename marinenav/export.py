@@ -361,8 +361,8 @@ def planner_action(
     agent_type: str,
     outputs: Any,
     *,
-    v_min: float = -10.0,
-    v_max: float = 10.0,
+    v_min: float = -75.0,
+    v_max: float = 50.0,
     noise: torch.Tensor | None = None,
     thrust_rate: bool = False,
 ) -> torch.Tensor:
@@ -375,7 +375,7 @@ def planner_action(
             action ``[..., 2]``; SAC ``(mu [..., 2], log_sigma [..., 2])``; quantiles
             ``[..., K, 25]``; Q ``[..., 25]``; probabilities ``[..., 25, atoms]``.
         v_min, v_max: Rainbow's support ``linspace(v_min, v_max, atoms)``; default this
-            repo's ``RainbowConfig`` ([-10, 10]). The original planner uses [-1, 1]
+            repo's ``RainbowConfig`` ([-75, 50]). The original planner uses [-1, 1]
             (see ``export_metadata(path)`` for the values a model was trained with).
         noise: SAC only: standard-normal draws ``[..., 2]``; the planner samples
             ``z = mu + exp(log_sigma) * noise``. ``None`` gives the deterministic ``z = mu``

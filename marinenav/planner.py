@@ -156,7 +156,7 @@ class PlannerPolicy(TensorDictModuleBase):
         self.register_buffer("_midpoints", midpoints.unsqueeze(0), persistent=False)
         num_atoms = int(self.metadata.get("atoms", 51))
         support = torch.linspace(
-            float(self.metadata.get("v_min", -10.0)), float(self.metadata.get("v_max", 10.0)),
+            float(self.metadata.get("v_min", -75.0)), float(self.metadata.get("v_max", 50.0)),
             num_atoms, dtype=torch.float64,
         )  # fmt: skip
         self.register_buffer("_support", support, persistent=False)

@@ -57,7 +57,7 @@ def test_network_outputs_log_probabilities_of_a_dueling_head() -> None:
     log_probs = net(*(obs[k] for k in OBS))
     assert log_probs.shape == (6, 25, 51)
     torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(6, 25))
-    assert torch.equal(net.support, torch.linspace(-10, 10, 51))
+    assert torch.equal(net.support, torch.linspace(-75, 50, 51))
     # mode switch: train mode is noisy, eval mode is the mean network
     net.eval()
     torch.testing.assert_close(
@@ -156,12 +156,12 @@ def test_loss_is_double_q_c51_cross_entropy() -> None:
 def test_terminated_does_not_bootstrap_and_truncated_does() -> None:
     agent = perturbed_agent()
     batch = training_batch(8, "discrete", seed=2)
-    batch["next", "reward"] = torch.full((8, 1), 2.2)
+    batch["next", "reward"] = torch.full((8, 1), 1.25)
     batch["next", "terminated"] = torch.tensor([True] * 4 + [False] * 4).unsqueeze(-1)
     batch["next", "done"] = torch.ones(8, 1, dtype=torch.bool)  # 4 terminated, 4 truncated
     agent.loss_module.resample_noise(torch.Generator().manual_seed(0))
     out = agent.loss_module(batch)
-    # terminated: the target is the reward alone, 2.2 = atom 30 (2.0) * 0.5 + atom 31 (2.4) * 0.5
+    # terminated: the target is the reward alone, 1.25 = atom 30 (0.0) * 0.5 + atom 31 (2.5) * 0.5
     with torch.no_grad():
         log_p = agent.network(*(batch[k] for k in OBS), noise=True)
         log_p_taken = log_p[torch.arange(8), batch["action"]]

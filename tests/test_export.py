@@ -171,7 +171,8 @@ def test_torchscript_matches_live_network_and_policy(name: str, tmp_path: Path) 
             elif name == "dqn":
                 values = outs[0]
             else:
-                values = (outs[0] * torch.linspace(-10, 10, 51, dtype=F64)).sum(-1)
+                support = torch.linspace(info["v_min"], info["v_max"], 51, dtype=F64)
+                values = (outs[0] * support).sum(-1)
             assert_same_choice(values, action, live)
 
         if name == "sac":  # sampling z = mu + sigma N(0, 1): the wrapper's exploring action

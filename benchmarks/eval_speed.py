@@ -1,0 +1,65 @@
+"""Evaluation speed of the planner files: the original's loop shape (one episode, one robot at a
+time: ``benchmarks/sequential_evaluation.py``) against the batched evaluator, with and without
+compaction, on the same scenarios, in one process.
+
+Usage: ``python benchmarks/eval_speed.py [--per-stage 5] [--planners AC_IQN IQN ...]``
+(the first ``per-stage`` episodes of every stage of the paper's 60-episode set, noise on, each
+planner acting by its own rule). Prints one Markdown row per planner: seconds and episodes/s of
+each loop and the speed-ups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from sequential_evaluation import PLANNERS, evaluate_sequentially  # noqa: E402
+
+from marinenav.evaluate import evaluate_planner  # noqa: E402
+from marinenav.planner import planner_policy  # noqa: E402
+from marinenav.training.evaluation import named_scenarios  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-stage", type=int, default=5)
+    parser.add_argument("--planners", nargs="*", default=list(PLANNERS))
+    parser.add_argument("--pretrained", type=Path, default=ROOT / "tests/data/pretrained")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    full = named_scenarios("paper")
+    k = args.per_stage
+    scenarios = [full[s * 10 + i] for s in range(6) for i in range(k)]
+    n = len(scenarios)
+    print(f"# {n} episodes, {platform.processor() or platform.machine()}, "
+          f"{torch.get_num_threads()} thread(s), torch {torch.__version__}")  # fmt: skip
+    print("| planner | one robot at a time (s) | batched, full (s) | batched, compacted (s) "
+          "| speed-up full | speed-up compacted |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for agent in args.planners:
+        path = args.pretrained / f"traced_{agent}_model.pt"
+        start = time.perf_counter()
+        evaluate_sequentially(path, agent, scenarios, sac_action="sample", iqn_taus="random")
+        sequential = time.perf_counter() - start
+        timings = []
+        for compact in (False, True):
+            start = time.perf_counter()
+            evaluate_planner(planner_policy(path), scenarios, k, compact=compact)
+            timings.append(time.perf_counter() - start)
+        full_s, compact_s = timings
+        print(f"| {agent} | {sequential:.1f} | {full_s:.1f} | {compact_s:.1f} "
+              f"| {sequential / full_s:.1f}x | {sequential / compact_s:.1f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
