@@ -2,10 +2,10 @@
 time: ``benchmarks/sequential_evaluation.py``) against the batched evaluator, with and without
 compaction, on the same scenarios, in one process.
 
-Usage: ``python benchmarks/eval_speed.py [--per-stage 5] [--planners AC_IQN IQN ...]``
-(the first ``per-stage`` episodes of every stage of the paper's 60-episode set, noise on, each
-planner acting by its own rule). Prints one Markdown row per planner: seconds and episodes/s of
-each loop and the speed-ups.
+Usage: ``python benchmarks/eval_speed.py [--set large] [--per-stage 25] [--planners AC_IQN ...]``
+(the first ``per-stage`` episodes of every stage of a named set: by default 150 episodes of the
+large set, noise on, each planner acting by its own rule). Prints one Markdown row per
+planner: the seconds of each loop and the speed-ups.
 """
 
 from __future__ import annotations
@@ -31,17 +31,21 @@ from marinenav.training.evaluation import named_scenarios  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-stage", type=int, default=5)
+    parser.add_argument("--set", default="large", help="named evaluation set to draw from")
+    parser.add_argument("--per-stage", type=int, default=25)
     parser.add_argument("--planners", nargs="*", default=list(PLANNERS))
     parser.add_argument("--pretrained", type=Path, default=ROOT / "tests/data/pretrained")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    full = named_scenarios("paper")
-    k = args.per_stage
-    scenarios = [full[s * 10 + i] for s in range(6) for i in range(k)]
+    full = named_scenarios(args.set)
+    k, size = args.per_stage, len(full) // 6
+    if not 0 < k <= size:
+        parser.error(f"--per-stage must be in 1..{size} for the {args.set} set")
+    scenarios = [full[s * size + i] for s in range(6) for i in range(k)]
     n = len(scenarios)
-    print(f"# {n} episodes, {platform.processor() or platform.machine()}, "
+    cpu = platform.processor() or platform.machine()
+    print(f"# {n} episodes ({args.set} set, {k} per stage), {cpu}, "
           f"{torch.get_num_threads()} thread(s), torch {torch.__version__}")  # fmt: skip
     print("| planner | one robot at a time (s) | batched, full (s) | batched, compacted (s) "
           "| speed-up full | speed-up compacted |")  # fmt: skip
