@@ -189,3 +189,26 @@ def test_command_line(run_dir: Path, two_seeds: list[Path], tmp_path: Path) -> N
     result = viz("episode", str(tmp_path / "missing"))
     assert result.returncode == 2
     assert "run directory" in result.stderr and "does not exist" in result.stderr
+
+
+def test_per_stage_curves(tmp_path: Path) -> None:
+    """Stage success rates are read from the evaluation records, averaged over seeds and drawn
+    one panel per stage; a record without stage rates gives NaN, not a crash."""
+    from marinenav.viz.curves import STAGE_METRICS, plot_learning_curves
+
+    runs = []
+    for seed, rates in enumerate(([0.2, 0.4, 0.6, 0.8, 1.0, 0.0], [0.4, 0.4, 0.4, 0.4, 0.4, 0.4])):
+        run = tmp_path / f"seed{seed}"
+        write_run(run, "ac_iqn", [(1000, 1.0, 0.5, 20.0)])
+        record = {"timestep": 2000, "eval/return": 2.0, "eval/success_rate": 0.5,
+                  **{f"eval/{m}": r for m, r in zip(STAGE_METRICS, rates, strict=True)}}
+        with open(run / "evaluations.jsonl", "a") as f:
+            f.write(json.dumps(record) + "\n")
+        runs.append(run)
+    out = tmp_path / "stages.png"
+    curves = plot_learning_curves(runs, out, per_stage=True)["ac_iqn"]
+    assert out.stat().st_size > 0
+    assert list(curves["timesteps"]) == [1000, 2000]
+    np.testing.assert_allclose(curves["success_rate_stage0_mean"], [np.nan, 0.3])
+    np.testing.assert_allclose(curves["success_rate_stage5_mean"], [np.nan, 0.2])
+    np.testing.assert_allclose(curves["success_rate_stage5_stderr"][1], 0.2 / np.sqrt(2))

@@ -67,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="explicit group label per run directory (overrides --group-by)",
     )
+    curves.add_argument(
+        "--per-stage",
+        action="store_true",
+        help="one panel per curriculum stage: the success rate on that stage's episodes",
+    )
     return parser  # fmt: skip
 
 
@@ -117,7 +122,9 @@ def _curves(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     for run in runs:
         print(f"{run.run_dir} [{run.label}]: success rate {run.values['success_rate'][-1]:.3f} "
               f"at timestep {run.timesteps[-1]}")  # fmt: skip
-    plot_learning_curves(args.run_dirs, args.out, args.labels, args.group_by)
+    plot_learning_curves(
+        args.run_dirs, args.out, args.labels, args.group_by, per_stage=args.per_stage
+    )
     print(args.out)
 
 

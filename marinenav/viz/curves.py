@@ -29,6 +29,8 @@ from omegaconf import OmegaConf
 
 EVALUATIONS_NAME = "evaluations.jsonl"
 METRICS = ("return", "success_rate", "travel_time", "energy")  # the eval/ keys of a round
+NUM_STAGES = 6  # the paper's curriculum
+STAGE_METRICS = tuple(f"success_rate_stage{s}" for s in range(NUM_STAGES))  # NaN where absent
 PANELS = (
     ("return", "Cumulative Reward"),
     ("success_rate", "Success Rate"),
@@ -79,7 +81,7 @@ def read_evaluations(run_dir: str | Path) -> tuple[np.ndarray, dict[str, np.ndar
         values = [rounds[int(t)].get(f"eval/{metric}") for t in timesteps]
         return np.array([math.nan if v is None else float(v) for v in values])
 
-    return timesteps, {metric: column(metric) for metric in METRICS}
+    return timesteps, {metric: column(metric) for metric in METRICS + STAGE_METRICS}
 
 
 def run_config(run_dir: str | Path) -> dict[str, Any] | None:
@@ -155,7 +157,7 @@ def aggregate(runs: Sequence[RunCurves]) -> dict[str, dict[str, np.ndarray]]:
             "timesteps": timesteps,
             "num_runs": np.full(timesteps.shape, len(members), dtype=np.int64),
         }
-        for metric in METRICS:
+        for metric in METRICS + STAGE_METRICS:
             table = np.stack(
                 [run.values[metric][np.searchsorted(run.timesteps, timesteps)] for run in members]
             )  # [runs, K]
@@ -196,20 +198,49 @@ def draw_learning_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) 
     return list(axes)
 
 
+def draw_stage_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) -> list[Axes]:
+    """One panel per curriculum stage: the success rate on that stage's evaluation episodes
+    (mean over runs, markers at the evaluations, mean +- standard error with several runs)."""
+    axes = fig.subplots(1, NUM_STAGES, sharey=True)
+    for stage, ax in enumerate(axes):
+        metric = STAGE_METRICS[stage]
+        for i, (label, curve) in enumerate(curves.items()):
+            colour = f"C{i % 10}"
+            x, mean = curve["timesteps"], curve[f"{metric}_mean"]
+            runs = int(curve["num_runs"].max(initial=0))
+            ax.plot(x, mean, "o-", color=colour, linewidth=1.5, markersize=3,
+                    label=f"{label} ({runs} run{'s' if runs != 1 else ''})")  # fmt: skip
+            if runs > 1:
+                stderr = curve[f"{metric}_stderr"]
+                ax.fill_between(x, mean - stderr, mean + stderr, color=colour, alpha=0.2,
+                                linewidth=0)  # fmt: skip
+        ax.set_title(f"Stage {stage} success")
+        ax.set_xlabel("timesteps")
+        ax.grid(True, alpha=0.3)
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
+    axes[0].set_ylim(-0.05, 1.05)
+    axes[0].legend(loc="best", fontsize="small")
+    return list(axes)
+
+
 def plot_learning_curves(
     run_dirs: Sequence[str | Path],
     path: str | Path,
     labels: Sequence[str] | None = None,
     group_by: str = "agent",
-    size_inches: tuple[float, float] = (15.0, 4.5),
+    size_inches: tuple[float, float] | None = None,
     dpi: int = 100,
+    per_stage: bool = False,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Write the learning curves of ``run_dirs`` (grouped by ``labels`` or ``group_by``, see
-    :func:`load_runs`) to an image file ``path``; returns the plotted :func:`aggregate`."""
+    :func:`load_runs`) to an image file ``path``: the three panels of :data:`PANELS`, or with
+    ``per_stage`` the success rate of each curriculum stage. Returns the plotted
+    :func:`aggregate`."""
     curves = aggregate(load_runs(run_dirs, labels, group_by))
+    size_inches = size_inches or ((18.0, 3.5) if per_stage else (15.0, 4.5))
     fig = Figure(figsize=size_inches, dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
-    draw_learning_curves(fig, curves)
+    (draw_stage_curves if per_stage else draw_learning_curves)(fig, curves)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
