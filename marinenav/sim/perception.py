@@ -18,7 +18,7 @@ import torch
 
 from marinenav.sim.constants import MAX_OBJECTS
 from marinenav.sim.dynamics import world_to_body
-from marinenav.sim.noise import sample_von_mises
+from marinenav.sim.noise import VonMisesTable
 
 
 @dataclass
@@ -28,6 +28,28 @@ class Observation:
     self_state: torch.Tensor  # [E, R, 7] (goal_x, goal_y, u, v, omega, T_L, T_R), robot frame
     objects: torch.Tensor  # [E, R, 5, 5] (x, y, vx, vy, radius), robot frame, nearest first
     objects_mask: torch.Tensor  # [E, R, 5] bool, true for a real object
+
+
+@dataclass
+class PerceptionNoise:
+    """The random numbers one perception consumes, drawn apart from the arithmetic so that a
+    compiled perception uses exactly the eager random stream."""
+
+    gauss: torch.Tensor  # [E, R, K, 4] standard normal: position (x, y), velocity (x, y)
+    radius_uniform: torch.Tensor  # [E, R, K] uniform in [0, 1), mapped to von Mises angles
+
+    @classmethod
+    def draw(
+        cls,
+        shape: tuple[int, int, int],
+        dtype: torch.dtype,
+        device: torch.device,
+        generator: torch.Generator | None,
+    ) -> PerceptionNoise:
+        """Noise for ``shape = (E, R, K)``, drawn for every candidate, detected or not."""
+        gauss = torch.randn((*shape, 4), generator=generator, dtype=dtype, device=device)
+        uniform = torch.rand(shape, generator=generator, dtype=dtype, device=device)
+        return cls(gauss=gauss, radius_uniform=uniform)
 
 
 @dataclass
@@ -77,7 +99,8 @@ def perceive(
     r_mean_ratio: torch.Tensor,
     robot_index: torch.Tensor,
     slot_index: torch.Tensor,
-    generator: torch.Generator | None,
+    noise: PerceptionNoise,
+    radius_noise: VonMisesTable,
 ) -> PerceptionResult:
     """Perceive for every robot slot at once (A5 steps 1-5).
 
@@ -90,12 +113,12 @@ def perceive(
         perception_range ... r_mean_ratio: ``[E, R]`` per-robot perception constants.
         robot_index: ``[R]`` int64 ``arange(R)``, made once by the caller.
         slot_index: ``[5]`` int64 ``arange(5)``, made once by the caller.
-        generator: random stream for the noise.
+        noise: the random numbers, from :meth:`PerceptionNoise.draw` with ``(E, R, O + R)``.
+        radius_noise: inverse-CDF tables covering every value of ``r_kappa``.
     """
     E, R = theta.shape
     O = obstacle_pos.shape[1]  # noqa: E741
     K = O + R
-    dtype = pos.dtype
     cos, sin = torch.cos(theta), torch.sin(theta)
 
     # Candidates as every robot sees them: [E, R, K, ...].
@@ -108,10 +131,10 @@ def perceive(
     cand_valid = torch.cat((obstacle_present.unsqueeze(1).expand(E, R, O), robot_visible), dim=2)
 
     # Noise, world frame (A5): position, velocity, then von Mises radius factor.
-    gauss = torch.randn((E, R, K, 4), generator=generator, dtype=dtype, device=pos.device)
+    gauss = noise.gauss
     noisy_pos = cand_pos + gauss[..., 0:2] * pos_std.view(E, R, 1, 1)
     noisy_vel = cand_vel + gauss[..., 2:4] * vel_std.view(E, R, 1, 1)
-    x = sample_von_mises(r_kappa.view(E, R, 1), (E, R, K), generator)
+    x = radius_noise.angles(r_kappa.view(E, R, 1), noise.radius_uniform)
     rho = r_mean_ratio.view(E, R, 1)
     noisy_radius = cand_radius * (rho + (1 - rho) * x / math.pi)
 

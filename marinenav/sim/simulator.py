@@ -42,7 +42,8 @@ from marinenav.sim.curriculum import (
 )
 from marinenav.sim.dynamics import VesselState, integrate_step
 from marinenav.sim.generation import generate_scenarios
-from marinenav.sim.perception import Observation, perceive
+from marinenav.sim.noise import VonMisesTable
+from marinenav.sim.perception import Observation, PerceptionNoise, perceive
 from marinenav.sim.scenario import Scenario, default_scenario
 from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
 
@@ -163,6 +164,9 @@ class MarineNavSimulator:
             velocity=zeros(R, 3),
             thrust=zeros(R, 2),
         )
+        # Radius-noise quantile tables, one per distinct r_kappa; rebuilt only where scenarios
+        # with new values are loaded (generated scenarios take the base's values).
+        self._radius_noise = VonMisesTable.for_values(self._base.r_kappa)
         self.collision = zeros(R, kind=torch.bool)
         self.reach_goal = zeros(R, kind=torch.bool)
         self.deactivated = zeros(R, kind=torch.bool)
@@ -316,6 +320,7 @@ class MarineNavSimulator:
         fixed_host = self._fixed.cpu()  # host: load time, not a hot path
         self._any_fixed = bool(fixed_host.any())
         self._all_fixed = bool(fixed_host.all())
+        self._cover_kappas()
         self._restart(mask)
         return self.observation
 
@@ -468,6 +473,7 @@ class MarineNavSimulator:
             getattr(self.state, name).copy_(value)
         for name, value in state["flags"].items():
             getattr(self, name).copy_(value)
+        self._cover_kappas()
         self.episode_steps.copy_(state["episode_steps"])
         self.curriculum_step.copy_(state["curriculum_step"])
         self.observation = Observation(
@@ -476,6 +482,14 @@ class MarineNavSimulator:
         self.generator.set_state(state["generator"])
 
     # ------------------------------------------------------------------ internals
+    def _cover_kappas(self) -> None:
+        """Radius-noise tables for every ``r_kappa`` a reset can bring (host read, load time)."""
+        kappas = torch.cat(
+            [t.r_kappa.reshape(-1) for t in (self._base, self.scenario, self._templates)]
+        )
+        if not self._radius_noise.covers(kappas):
+            self._radius_noise = VonMisesTable.for_values(kappas)
+
     def _current(self, points: torch.Tensor) -> torch.Tensor:
         s = self.scenario
         return current_velocity(
@@ -504,7 +518,12 @@ class MarineNavSimulator:
             perception_range=pick(s.perception_range), perception_angle=pick(s.perception_angle),
             max_obj_num=pick(s.max_obj_num), pos_std=pick(s.pos_std), vel_std=pick(s.vel_std),
             r_kappa=pick(s.r_kappa), r_mean_ratio=pick(s.r_mean_ratio),
-            robot_index=self._robot_index, slot_index=self._slot_index, generator=self.generator,
+            robot_index=self._robot_index, slot_index=self._slot_index,
+            noise=PerceptionNoise.draw(
+                (active.shape[0], self.robot_slots, self.obstacle_slots + self.robot_slots),
+                self.dtype, self.device, self.generator,
+            ),
+            radius_noise=self._radius_noise,
         )  # fmt: skip
         obs = seen.observation
         apply, phi = colregs_turn(obs.objects, obs.objects_mask, obs.self_state[..., 2:4], radius)
