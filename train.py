@@ -2,18 +2,59 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
 import hydra
+import hydra._internal.utils
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, open_dict
 
 from marinenav.training.config import register_configs
 
 register_configs()
+
+# lines of Hydra's and OmegaConf's messages that repeat the key or describe internals
+NOISE = ("full_key:", "reference_type=", "object_type=", "To append", "Set the environment")
+
+
+def one_line(error: BaseException) -> str:
+    """An error and its cause as one line: Hydra's option lists joined by commas, OmegaConf's
+    node details dropped."""
+    parts: list[str] = []
+    while error is not None:
+        text, items = [], []
+        for line in str(error).splitlines():
+            if line.startswith("Config search path"):
+                break
+            if line.startswith("\t"):
+                items.append(line.strip())
+            elif line.strip() and not line.strip().startswith(NOISE):
+                text.append(line.strip().rstrip(":."))
+        if items:
+            text[-1] = f"{text[-1] if text else 'choose one of'}: {', '.join(items)}"
+        message = "; ".join(text) or type(error).__name__
+        if not any(message in part for part in parts):
+            parts.append(message)
+        error = error.__cause__
+    return ": ".join(parts)
+
+
+def run_and_report(func):
+    """Hydra's reporter, with its errors (unknown keys, wrong types, unknown choices) as one
+    line and exit status 2 instead of a traceback."""
+    try:
+        return func()
+    except Exception as error:
+        print(f"error: {one_line(error)}", file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
+hydra._internal.utils.run_and_report = run_and_report
 
 
 def resume_command(run_dir: Path) -> str:
@@ -31,9 +72,10 @@ def main(cfg: DictConfig) -> float:
     """Train, evaluate and checkpoint in Hydra's run directory; returns the final success rate
     (the value a sweeper optimises)."""
     from marinenav.training.checkpoint import CHECKPOINT_NAME
-    from marinenav.training.trainer import Trainer, TrainingInterrupted
+    from marinenav.training.trainer import Trainer, TrainingDiverged, TrainingInterrupted
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    fresh = {path.name for path in run_dir.iterdir()} <= {".hydra", "train.log"}
     if cfg.resume is None and os.environ.get("SUBMITIT_EXECUTOR"):
         # a job requeued by submitit after preemption runs again in its own directory
         if (run_dir / CHECKPOINT_NAME).is_file():
@@ -41,10 +83,21 @@ def main(cfg: DictConfig) -> float:
                 cfg.resume = True
     try:
         trainer = Trainer(cfg, run_dir)
-        trainer.resume_command = resume_command(run_dir)
+    except (ValueError, FileNotFoundError) as error:  # config, resume or checkpoint: nothing ran
+        if fresh:  # the directory Hydra just made for this run: leave nothing behind
+            shutil.rmtree(run_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                run_dir.parent.rmdir()  # Hydra's date folder, when this run was its only one
+        print(f"error: {one_line(error)}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    trainer.resume_command = resume_command(run_dir)
+    try:
         return trainer.train()["eval/success_rate"]
     except TrainingInterrupted as stop:
         sys.exit(stop.exit_code)
+    except TrainingDiverged as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
@@ -96,6 +97,7 @@ class TrainConfig:
     checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
     seed: int = 0  # run seed: environments, exploration; networks use seed + 100
     device: str = "auto"  # auto (CUDA when present), cpu, cuda or cuda:N
+    threads: int = 1  # torch CPU threads (0: torch's default); see docs/benchmarks.md
     resume: Any = None  # null, true (this run directory), or a run directory / checkpoint path
 
 
@@ -110,14 +112,16 @@ def agent_schema(name: str) -> type:
 
 
 def register_configs() -> None:
-    """Register the schemas with Hydra's ConfigStore (idempotent)."""
+    """Register the schemas with Hydra's ConfigStore (idempotent). They live in a ``schema/``
+    group of their own, so they are never offered as choices (``agent=ac_iqn_schema``); the
+    yaml files start from them with ``/schema/<group>/<name>@_here_``."""
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
     for name in AGENT_NAMES:
-        store.store(group="agent", name=f"{name}_schema", node=agent_schema(name))
-    store.store(group="env", name="env_schema", node=EnvConf)
-    store.store(group="curriculum", name="curriculum_schema", node=CurriculumConf)
-    store.store(group="logger", name="logger_schema", node=LoggerConf)
+        store.store(group="schema/agent", name=name, node=agent_schema(name))
+    store.store(group="schema/env", name="env", node=EnvConf)
+    store.store(group="schema/curriculum", name="curriculum", node=CurriculumConf)
+    store.store(group="schema/logger", name="logger", node=LoggerConf)
 
 
 def schedule_of(cfg) -> CurriculumSchedule:
@@ -129,10 +133,81 @@ def schedule_of(cfg) -> CurriculumSchedule:
     )  # fmt: skip
 
 
+class ConfigError(ValueError):
+    """A run config that cannot train; the message names the key, the value and what is
+    allowed, in one line."""
+
+
+# Working set of the simulator per (robot slot, object slot) pair of one environment, in bytes:
+# measured peak of ``MarineNavEnv.reset`` (float32, CPU) at 50-200 robot slots, rounded up.
+PAIR_BYTES = 600
+TRANSITION_BYTES = 400  # one stored robot transition (observation, action, next observation, ...)
+
+
+def memory_estimate(cfg) -> int:
+    """Bytes a run needs on its device, roughly: simulator pairwise working set of the training
+    environments and of the evaluation set (all its episodes run as one batch), and the replay
+    storage."""
+    e, c = cfg.env, cfg.curriculum
+    objects = e.robot_slots + e.obstacle_slots + e.core_slots
+    scale = 2 if e.dtype == "float64" else 1
+    environments = e.num_envs + c.eval_episodes_per_stage * len(c.timesteps)
+    simulation = environments * e.robot_slots * objects * PAIR_BYTES * scale
+    return simulation + cfg.training.replay_capacity * TRANSITION_BYTES * scale
+
+
+def available_memory(device: str) -> int | None:
+    """Free bytes on the run's device (CUDA: free device memory; CPU: the kernel's
+    MemAvailable), or ``None`` where it cannot be told."""
+    if device.startswith("cuda") or (device == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            return None
+        index = torch.device(device).index if device.startswith("cuda:") else None
+        return torch.cuda.mem_get_info(index)[0]
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_known_keys(cfg: DictConfig, prefix: str = "") -> None:
+    """Every key of a schema-typed node is a field of its schema: ``+foo=1`` (which Hydra lets
+    through struct mode) or ``+training.batchsize=3`` fail here."""
+    schema = OmegaConf.get_type(cfg)
+    if dataclasses.is_dataclass(schema):
+        fields = {f.name for f in dataclasses.fields(schema)}
+        for key in cfg.keys():
+            if key not in fields:
+                where = prefix.rstrip(".") or "the config"
+                raise ConfigError(
+                    f"unknown key {prefix}{key}: {where} has {', '.join(sorted(fields))}"
+                )
+    for key in cfg.keys():
+        node = cfg._get_node(key)
+        if isinstance(node, DictConfig) and not node._is_missing() and not node._is_none():
+            check_known_keys(node, f"{prefix}{key}.")
+
+
 def validate(cfg) -> None:
-    """Checks Hydra cannot make; raises ``ValueError`` naming the key, before any training."""
+    """Checks Hydra cannot make; raises :class:`ConfigError` naming the key, before any
+    training."""
+    try:
+        _validate(cfg)
+    except ConfigError:
+        raise
+    except ValueError as error:  # schedule checks of the simulator
+        raise ConfigError(str(error)) from error
+
+
+def _validate(cfg) -> None:
+    if isinstance(cfg, DictConfig):
+        check_known_keys(cfg)
     if cfg.agent.name not in AGENT_NAMES:
-        raise ValueError(f"unknown agent {cfg.agent.name!r}; choose one of {AGENT_NAMES}")
+        raise ConfigError(f"unknown agent {cfg.agent.name!r}; choose one of {AGENT_NAMES}")
     positive = {
         "env.num_envs": cfg.env.num_envs,
         "env.robot_slots": cfg.env.robot_slots,
@@ -149,31 +224,50 @@ def validate(cfg) -> None:
     }
     for key, value in positive.items():
         if value < 1:
-            raise ValueError(f"{key} must be positive, got {value}")
+            raise ConfigError(f"{key} must be positive, got {value}")
     non_negative = {
         "env.obstacle_slots": cfg.env.obstacle_slots,
         "env.core_slots": cfg.env.core_slots,
         "training.learning_starts": cfg.training.learning_starts,
         "training.updates_per_timestep": cfg.training.updates_per_timestep,
         "evaluation.first": cfg.evaluation.first,
+        "threads": cfg.threads,
     }
     for key, value in non_negative.items():
         if value < 0:
-            raise ValueError(f"{key} must not be negative, got {value}")
+            raise ConfigError(f"{key} must not be negative, got {value}")
     for key in ("initial_epsilon", "final_epsilon", "exploration_fraction"):
         value = getattr(cfg.training, key)
         if not 0.0 <= value <= 1.0:
-            raise ValueError(f"training.{key} must be in [0, 1], got {value}")
-    if cfg.env.dtype not in ("float32", "float64"):
-        raise ValueError(f"env.dtype must be float32 or float64, got {cfg.env.dtype!r}")
+            raise ConfigError(f"training.{key} must be in [0, 1], got {value}")
+    if cfg.env.dtype != "float32":
+        # the networks are float32; a float64 simulator is for marinenav.envs and evaluation
+        raise ConfigError(
+            f"env.dtype={cfg.env.dtype} cannot train: training runs the simulator in float32 "
+            "(float64 simulation is available through marinenav.envs.MarineNavEnv)"
+        )
     if cfg.logger.backend not in ("csv", "tensorboard", "wandb", "mlflow"):
-        raise ValueError(f"logger.backend must be csv, tensorboard, wandb or mlflow, "
-                         f"got {cfg.logger.backend!r}")  # fmt: skip
+        raise ConfigError(f"logger.backend must be csv, tensorboard, wandb or mlflow, "
+                          f"got {cfg.logger.backend!r}")  # fmt: skip
     schedule = schedule_of(cfg)  # raises on malformed stages
+    for stage, robots in enumerate(schedule.num_robots):
+        if robots < 1:
+            raise ConfigError(
+                f"curriculum.num_robots[{stage}] must be at least 1 (every episode needs a "
+                f"robot), got {robots}"
+            )
     schedule.check_slots(cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots)
     needed = cfg.env.num_envs * cfg.env.robot_slots * 4
     if cfg.training.replay_capacity < needed:
-        raise ValueError(
+        raise ConfigError(
             f"training.replay_capacity must hold at least {needed} transitions "
             f"(4 steps of every robot slot), got {cfg.training.replay_capacity}"
+        )
+    estimate, available = memory_estimate(cfg), available_memory(cfg.device)
+    if available is not None and estimate > available // 2:
+        raise ConfigError(
+            f"env.num_envs={cfg.env.num_envs}, env.robot_slots={cfg.env.robot_slots} and "
+            f"training.replay_capacity={cfg.training.replay_capacity} need about "
+            f"{estimate / 2**30:.1f} GiB, more than half of the {available / 2**30:.1f} GiB "
+            "free on the device: lower them"
         )

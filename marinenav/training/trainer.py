@@ -15,7 +15,9 @@ the middle of a batched step and is handled at its end), Rainbow uses per-robot 
 
 from __future__ import annotations
 
+import datetime
 import json
+import logging
 import math
 import os
 import signal
@@ -51,6 +53,10 @@ class TrainingInterrupted(Exception):
         super().__init__(message)
         self.signum = signum
         self.exit_code = 128 + signum  # the shell's convention for a death by signal
+
+
+class TrainingDiverged(RuntimeError):
+    """A loss or parameter became NaN or infinite; the last finite checkpoint is kept."""
 
 
 class StopSignals:
@@ -146,6 +152,8 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         resume_from = self._checkpoint_to_resume()  # fails before any work if missing
         self.device = resolve_device(cfg.device)
+        if cfg.threads > 0:  # small networks: more threads hand off more than they compute
+            torch.set_num_threads(cfg.threads)
         schedule = schedule_of(cfg)
         torch.manual_seed(cfg.seed)
         self.agent = self._make_agent()
@@ -221,8 +229,14 @@ class Trainer:
         """Train until ``total_timesteps``; returns the last evaluation's metrics. A stop signal
         ends the run after the current batched step with a checkpoint and
         :class:`TrainingInterrupted`."""
-        with StopSignals() as stop:
-            return self._train(stop)
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        started = time.perf_counter()
+        # torchrl's INFO lines (storage allocation) print above the bar instead of through it
+        with StopSignals() as stop, logging_redirect_tqdm([logging.getLogger("torchrl")]):
+            final = self._train(stop)
+        print(self.summary(time.perf_counter() - started), flush=True)
+        return final
 
     def _train(self, stop: StopSignals) -> dict[str, Any]:
         cfg = self.cfg
@@ -230,6 +244,8 @@ class Trainer:
         print(f"marinenav: training {cfg.agent.name} in {self.run_dir} "
               f"from timestep {self.timesteps:,} to {total:,}", flush=True)  # fmt: skip
         bar = progress_bar(cfg.logger, total, self.timesteps)
+        if bar is not None:
+            bar.set_description("training")
         started, started_at = time.perf_counter(), self.timesteps
         while self.timesteps < total:
             before = self.timesteps
@@ -240,7 +256,7 @@ class Trainer:
             if crossed(before, self.timesteps, cfg.training.target_update_interval):
                 self.agent.update_targets()
             if crossed(before, self.timesteps, cfg.evaluation.interval, cfg.evaluation.first):
-                self.evaluate()
+                self.evaluate(bar)
             if crossed(before, self.timesteps, cfg.logger.interval):
                 rate = (self.timesteps - started_at) / (time.perf_counter() - started)
                 self.log_metrics(rate, bar)
@@ -258,6 +274,24 @@ class Trainer:
             self.evaluate()
         self.save_checkpoint()
         return self.evaluations[-1]
+
+    def summary(self, seconds: float) -> str:
+        """What a finished run prints: final evaluation, wall clock, files, next commands."""
+        final, run = self.evaluations[-1], self.run_dir
+        metrics = ", ".join(
+            f"{name[5:]} {value:.3g}" for name, value in final.items()
+            if name.startswith("eval/") and "stage" not in name and value is not None
+        )  # fmt: skip
+        wall = datetime.timedelta(seconds=round(seconds))
+        return "\n".join([
+            f"marinenav: finished {self.cfg.agent.name} at timestep {self.timesteps:,} "
+            f"in {wall} (this session)",
+            f"  final evaluation ({len(final['episodes']['success'])} episodes): {metrics}",
+            f"  checkpoint: {run / CHECKPOINT_NAME}",
+            f"  evaluations: {run / 'evaluations.jsonl'}; logs: {run / 'logs'}",
+            f"  evaluate: python -m marinenav.evaluate {run}",
+            f"  plot: python -m marinenav.viz curves {run} --out {run / 'learning_curves.png'}",
+        ])  # fmt: skip
 
     def _stop(self, stop: StopSignals) -> None:
         """Checkpoint, say where the run is and how to resume it, and end the run (or hand it
@@ -341,6 +375,9 @@ class Trainer:
                 names.append(key)
         host = torch.cat(values).tolist()  # host: one read-back per logging interval
         raw = dict(zip(names, host, strict=True))
+        broken = [name for name in names[len(self.metrics):] if not math.isfinite(raw[name])]
+        if broken:
+            self._diverged(f"{broken[0]} is {raw[broken[0]]}")
         episodes = raw["episodes"]
         scalars = {
             "train/episodes": episodes,
@@ -369,11 +406,16 @@ class Trainer:
         self._updates_at_log = self.updates
         return scalars
 
-    def evaluate(self) -> dict[str, Any]:
-        """Evaluate on the fixed set, log, and append to ``evaluations.jsonl``."""
+    def evaluate(self, bar=None) -> dict[str, Any]:
+        """Evaluate on the fixed set, log, and append to ``evaluations.jsonl``; the progress
+        bar says so while it runs."""
+        if bar is not None:
+            bar.set_description(f"evaluating ({self.evaluator.env.num_envs} episodes)")
         self.agent.policy.eval()
         metrics = self.evaluator.run(self.agent.policy)
         self.agent.policy.train()
+        if bar is not None:
+            bar.set_description("training")
         metrics["timestep"] = self.timesteps
         for name, value in metrics.items():
             if name.startswith("eval/") and value is not None:
@@ -395,8 +437,31 @@ class Trainer:
             raise FileNotFoundError(f"resume: no checkpoint at {path}")
         return path
 
+    def _diverged(self, what: str) -> None:
+        path = self.run_dir / CHECKPOINT_NAME
+        kept = (f"the last good checkpoint {path} is kept" if path.is_file()
+                else "no checkpoint was written")  # fmt: skip
+        raise TrainingDiverged(
+            f"training diverged by timestep {self.timesteps:,}: {what}; stopped, {kept} "
+            "(try a lower agent.lr or agent.grad_clip_norm)"
+        )
+
+    def check_finite(self) -> None:
+        """Raise :class:`TrainingDiverged` if a loss accumulated since the last log or a
+        parameter is NaN or infinite (one read-back; called before each checkpoint write)."""
+        flags = [torch.stack([p.detach().isfinite().all() for p in self.agent.parameters()]).all()]
+        if self.loss_sums is not None:
+            flags += [v.detach().isfinite().all() for v in self.loss_sums.values()]
+        finite = torch.stack(flags).tolist()  # host: once per checkpoint
+        if not finite[0]:
+            self._diverged("a network parameter is not finite")
+        if not all(finite):
+            self._diverged(f"{list(self.loss_sums.keys())[finite[1:].index(False)]} is not finite")
+
     def save_checkpoint(self) -> Path:
-        """Everything needed to continue this run exactly (atomic write)."""
+        """Everything needed to continue this run exactly (atomic write); refuses to replace
+        the last checkpoint by a diverged state."""
+        self.check_finite()
         state = {
             "config": OmegaConf.to_container(self.cfg, resolve=True),
             "agent": self.agent.training_state_dict(),
