@@ -15,9 +15,9 @@ from torchrl.envs.utils import check_env_specs
 from marinenav.envs import MarineNavEnv
 from marinenav.sim import InfoState
 from marinenav.sim.scenario_json import load_scenario_file
+from tests.reference_data import REFERENCE_DIR
 from tests.test_no_host_sync import count_read_backs
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
 ONE_ROBOT = json.loads((Path(__file__).parent / "data" / "one_robot_one_obstacle.json").read_text())
 KINDS = ["discrete", "continuous"]
 

@@ -1,7 +1,7 @@
 """The simulator reproduces trajectories recorded from the original numpy simulator.
 
-Fixtures: ``$MARINENAV_REFERENCE_DIR`` (default ``../shared/reference`` beside the checkout),
-format described in that directory's README. Every step, every robot: position, heading, both
+Fixtures: ``tests/data/reference`` (or ``$MARINENAV_REFERENCE_DIR``), format described in that
+directory's README. Every step, every robot: position, heading, both
 velocities, thrusts, self observation, object observations (order included), reward, done, info
 state and the collision / goal / deactivated / COLREGs flags, in float64 with
 ``rtol = atol = 1e-6``.
@@ -9,7 +9,6 @@ state and the collision / goal / deactivated / COLREGs flags, in float64 with
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,8 @@ import torch
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.constants import INFO_LABELS
 from marinenav.sim.scenario_json import load_scenario_file
+from tests.reference_data import REFERENCE_DIR
 
-REFERENCE_DIR = Path(
-    os.environ.get(
-        "MARINENAV_REFERENCE_DIR", Path(__file__).resolve().parents[2] / "shared" / "reference"
-    )
-)
 FIXTURES = sorted(REFERENCE_DIR.glob("reference_*.json"))
 TOL = {"rtol": 1e-6, "atol": 1e-6}
 

@@ -12,10 +12,10 @@ import torch
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.curriculum import CurriculumSchedule
 from marinenav.sim.scenario_json import load_scenario_file
+from tests.reference_data import REFERENCE_DIR
 
 DATA = Path(__file__).parent / "data"
 ONE_ROBOT = json.loads((DATA / "one_robot_one_obstacle.json").read_text())
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
 
 def _state_snapshot(sim: MarineNavSimulator) -> dict[str, torch.Tensor]:
