@@ -210,6 +210,10 @@ class Trainer:
         self.td = self.env.reset()
         if resume_from is not None:
             self.load_checkpoint(resume_from)
+        # evaluations.jsonl holds exactly the evaluations of the state the run continues from
+        # (a run killed after an evaluation but before the next checkpoint repeats it)
+        with open(self.run_dir / "evaluations.jsonl", "w") as f:
+            f.writelines(json.dumps(metrics) + "\n" for metrics in self.evaluations)
 
     @property
     def dtype(self) -> torch.dtype:

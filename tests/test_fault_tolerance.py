@@ -1,0 +1,102 @@
+"""A training process killed with SIGKILL 20 times, at random moments and in the middle of
+checkpoint writes, and resumed each time, ends exactly where an uninterrupted run does: same
+counters, evaluations, replay and parameters."""
+
+from __future__ import annotations
+
+import io
+import json
+import multiprocessing
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import torch
+
+from marinenav.training.trainer import Trainer
+from tests.test_training import tiny_config
+
+FAULT = [
+    "agent=dqn",
+    "training.total_timesteps=800",
+    "checkpoint.interval=16",  # a write every 8 batched steps: kills often land in one
+    "evaluation.interval=160",
+]
+KILLS = 20
+
+
+def _train_child(run_dir: Path, phase: str, ready, in_write) -> None:
+    """One training process: resumes when a checkpoint exists; ``phase`` stalls its first
+    checkpoint write half-written (``torn``) or just before the rename (``rename``)."""
+    torch.set_num_threads(1)
+    resume = "true" if (run_dir / "checkpoint.pt").is_file() else "null"
+    trainer = Trainer(tiny_config(*FAULT, f"resume={resume}"), run_dir)
+    if phase == "torn":
+        real_save = torch.save
+
+        def torn_save(state, f) -> None:
+            buffer = io.BytesIO()
+            real_save(state, buffer)
+            f.write(buffer.getvalue()[: buffer.tell() // 2])
+            f.flush()
+            in_write.set()
+            time.sleep(60)
+
+        torch.save = torn_save
+    elif phase == "rename":
+
+        def stalled_replace(src, dst) -> None:
+            in_write.set()
+            time.sleep(60)
+
+        os.replace = stalled_replace
+    ready.set()
+    trainer.train()
+
+
+def test_sigkill_at_random_moments_and_during_writes_resumes_exactly(tmp_path: Path) -> None:
+    straight = Trainer(tiny_config(*FAULT), tmp_path / "straight")
+    straight.train()
+
+    run_dir = tmp_path / "killed"
+    context = multiprocessing.get_context("fork")  # the parent's imports: no start-up per run
+    draw = random.Random(0)
+    phases = [("torn", "rename", "random", "random")[k % 4] for k in range(KILLS)] + ["finish"]
+    resumed_from = []
+    for phase in phases:
+        resumed_from.append(
+            torch.load(run_dir / "checkpoint.pt", weights_only=False)["counters"]["timesteps"]
+            if (run_dir / "checkpoint.pt").is_file() else 0
+        )  # fmt: skip
+        ready, in_write = context.Event(), context.Event()
+        child = context.Process(target=_train_child, args=(run_dir, phase, ready, in_write))
+        child.start()
+        if phase == "finish":
+            child.join(timeout=120)
+            assert child.exitcode == 0
+            break
+        assert ready.wait(timeout=60)
+        if phase == "random":
+            time.sleep(draw.uniform(0.05, 0.5))
+        else:
+            assert in_write.wait(timeout=60)
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        assert child.exitcode == -signal.SIGKILL
+    # the run made progress between kills and never lost its checkpoint once it had one
+    assert resumed_from == sorted(resumed_from) and resumed_from[-1] > 0
+
+    final = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    expected = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)
+    assert final["counters"] == expected["counters"]
+    assert final["evaluations"] == expected["evaluations"]
+    lines = (run_dir / "evaluations.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == json.loads(json.dumps(expected["evaluations"]))
+    assert torch.equal(final["replay"]["count"], expected["replay"]["count"])
+    for key, value in expected["replay"]["storage"].items(True, True):
+        torch.testing.assert_close(final["replay"]["storage"].get(key), value, msg=str(key))
+    for name, value in expected["agent"]["modules"].items():
+        torch.testing.assert_close(final["agent"]["modules"][name], value, msg=name)
+    assert not (run_dir / "checkpoint.pt.tmp").exists()
