@@ -444,7 +444,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             parser.error("--onnx needs the onnx package: pip install onnx")
 
-    agent, _ = load_agent(args.run_dir, device="cpu")
+    try:
+        agent, _ = load_agent(args.run_dir, device="cpu")
+    except ValueError as error:  # a truncated or corrupt checkpoint: one line naming the file
+        parser.error(str(error))
     out = args.out if args.out is not None else args.run_dir
     paths = [export_torchscript(agent, out / planner_file_name(agent.name))]
     if args.onnx:

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from marinenav.evaluate import main as evaluate_main
+from marinenav.export import main as export_main
 from marinenav.training import checkpoint
 from marinenav.training.checkpoint import CheckpointError, load_agent, write_checkpoint
 from marinenav.training.trainer import Trainer
@@ -70,3 +71,9 @@ def test_a_truncated_checkpoint_is_one_line_naming_the_file(
     assert evaluate_main([str(truncated.parent)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(truncated) in err
+
+    with pytest.raises(SystemExit) as exit_status:
+        export_main([str(truncated.parent)])
+    assert exit_status.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith(f"python -m marinenav.export: error: {truncated} is not")
