@@ -3,6 +3,7 @@ one line with the resume command, and the printed command continues the counters
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import subprocess
@@ -72,3 +73,46 @@ def test_a_second_interrupt_exits_at_once(monkeypatch) -> None:
         signal.raise_signal(signal.SIGINT)
         assert exits == [128 + signal.SIGINT]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _descendants(pid: int) -> list[int]:
+    """Process ids below ``pid`` (Linux /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        children = (task / "children").read_text().split() if (task / "children").exists() else []
+        for child in map(int, children):
+            found += [child, *_descendants(child)]
+    return found
+
+
+def test_a_preempted_submitit_job_checkpoints_requeues_and_resumes(tmp_path: Path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    sweep = tmp_path / "sweep"
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "train.py"), "-m", "hydra/launcher=submitit_local",
+         "hydra.launcher.timeout_min=10", *TINY, "agent=dqn", "seed=0",
+         "training.total_timesteps=1200", f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    logs: list[Path] = []
+    while not any("marinenav: training dqn" in log.read_text() for log in logs):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.2)
+        logs = list(sweep.glob(".submitit/*/*_log.out"))
+    time.sleep(0.5)
+    tasks = [
+        pid for pid in _descendants(process.pid)
+        if b"submitit.core._submit" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]  # fmt: skip
+    assert len(tasks) == 1
+    os.kill(tasks[0], signal.SIGUSR2)  # what Slurm sends before preemption or the time limit
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err[-3000:]
+    log = logs[0].read_text()
+    errors = logs[0].with_suffix(".err").read_text()
+    stop_line = next(line for line in errors.splitlines() if line.startswith("SIGUSR2: stopped"))
+    stopped_at = int(stop_line.split("timestep ")[1].split(" of")[0].replace(",", ""))
+    assert f"from timestep {stopped_at:,} to 1,200" in log  # the requeued job resumed
+    state = torch.load(sweep / "0" / "checkpoint.pt", weights_only=False)
+    assert state["counters"]["timesteps"] == 1200
