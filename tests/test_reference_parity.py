@@ -17,6 +17,7 @@ import torch
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.constants import INFO_LABELS
 from marinenav.sim.scenario_json import load_scenario_file
+from tests.compile_utils import needs_cxx
 from tests.reference_data import REFERENCE_DIR
 
 FIXTURES = sorted(REFERENCE_DIR.glob("reference_*.json"))
@@ -62,11 +63,20 @@ def _check_robots(sim: MarineNavSimulator, records: list[dict], where: str) -> N
             _close(obs.objects[0, i, :count], rec["objects"], f"{tag} objects")
 
 
+@pytest.mark.parametrize(
+    "compile",
+    # compiled: one compilation per recording (about 30-50 s each on a 2-core CPU)
+    [False, pytest.param(True, marks=[pytest.mark.slow, needs_cxx])],
+    ids=["eager", "compiled"],
+)
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-def test_replay_matches_original(path: Path) -> None:
+def test_replay_matches_original(path: Path, compile: bool) -> None:
     data = _load(path)
     sim = MarineNavSimulator.from_scenarios(
-        load_scenario_file(path), action_kind=data["action_kind"], dtype=torch.float64
+        load_scenario_file(path),
+        action_kind=data["action_kind"],
+        dtype=torch.float64,
+        compile=compile,
     )
     R = sim.robot_slots
     _check_robots(sim, data["initial"], "initial")

@@ -71,6 +71,9 @@ class MarineNavEnv(EnvBase):
         end_on_collision: end an environment's episode at the first collision, as the
             original's evaluation does (C4); training leaves it off.
         device, dtype, seed, max_episode_steps, validate: see :class:`MarineNavSimulator`.
+        compile_step: the simulator's ``compile`` (``torch.compile`` of its step, one graph).
+            TorchRL's own ``compile=`` keyword of every env is a different thing: it compiles
+            the whole ``step_and_maybe_reset`` around the simulator.
         render_env: the environment whose trajectories :meth:`render` draws.
     """
 
@@ -96,6 +99,7 @@ class MarineNavEnv(EnvBase):
         seed: int = 0,
         max_episode_steps: int = 1000,
         validate: bool = True,
+        compile_step: bool = False,
         render_env: int = 0,
     ) -> None:
         if num_robots is not None:
@@ -108,7 +112,7 @@ class MarineNavEnv(EnvBase):
         common = dict(
             robot_slots=robot_slots, obstacle_slots=obstacle_slots, core_slots=core_slots,
             schedule=schedule, device=device, dtype=dtype, seed=seed,
-            max_episode_steps=max_episode_steps, validate=validate,
+            max_episode_steps=max_episode_steps, validate=validate, compile=compile_step,
         )  # fmt: skip
         if scenarios is not None:
             sim = MarineNavSimulator.from_scenarios(scenarios, action_kind, **common)

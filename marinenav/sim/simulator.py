@@ -43,7 +43,7 @@ from marinenav.sim.curriculum import (
 from marinenav.sim.dynamics import VesselState, integrate_step
 from marinenav.sim.generation import generate_scenarios
 from marinenav.sim.noise import VonMisesTable
-from marinenav.sim.perception import Observation, PerceptionNoise, perceive
+from marinenav.sim.perception import Observation, PerceptionNoise, PerceptionResult, perceive
 from marinenav.sim.scenario import Scenario, default_scenario
 from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
 
@@ -79,6 +79,9 @@ class MarineNavSimulator:
         seed: seed of the simulator's ``torch.Generator`` (scenarios and perception noise).
         max_episode_steps: the original's 1000-step limit.
         validate: check action values (a host sync per step); see the module docstring.
+        compile: run the arithmetic of :meth:`step` through ``torch.compile`` (one graph,
+            static shapes; the first step compiles). Eager, the default, is the reference;
+            both give the same results to float round-off and draw the same random numbers.
     """
 
     def __init__(
@@ -94,6 +97,7 @@ class MarineNavSimulator:
         seed: int = 0,
         max_episode_steps: int = MAX_EPISODE_STEPS,
         validate: bool = True,
+        compile: bool = False,
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -128,6 +132,12 @@ class MarineNavSimulator:
         self.max_episode_steps = max_episode_steps
         self.num_substeps = int(ROBOT_DEFAULTS["N"])
         self.validate = validate
+        self.compiled = compile
+        self._advance = (
+            torch.compile(self._step_core, fullgraph=True, dynamic=False)
+            if compile
+            else self._step_core
+        )
         # Generate only the resetting environments (needs a nonzero(): free on CPU, a sync on
         # CUDA), or generate all and merge by mask (sync-free anywhere). Both are tested.
         self.compact_resets = self.device.type == "cpu"
@@ -366,41 +376,72 @@ class MarineNavSimulator:
                 ``[E, R, 2]`` floats in ``[-1, 1]`` (change rates ``1000 a`` N/s). Actions of
                 inactive robots are ignored.
         """
+        self._check_actions(actions)
+        noise = self._draw_noise(self.num_envs)
+        new = self._advance(actions, noise.gauss, noise.radius_uniform)
+        st = self.state
+        for name in VesselState.__dataclass_fields__:
+            getattr(st, name).copy_(new[name])
+        for name in ("collision", "reach_goal", "deactivated", "apply_colregs"):
+            getattr(self, name).copy_(new[name])
+        self.observation = Observation(
+            self_state=new["self_state"], objects=new["objects"], objects_mask=new["objects_mask"]
+        )
+        self.episode_steps += 1
+        self.curriculum_step += self.num_envs
+        return StepResult(**{name: new[name] for name in StepResult.__dataclass_fields__})
+
+    def _step_core(
+        self, actions: torch.Tensor, gauss: torch.Tensor, radius_uniform: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
+        """The arithmetic of :meth:`step` as a pure function (what ``compile=True`` compiles).
+
+        Reads the simulator's buffers, writes nothing; the random numbers come in as tensors
+        so that eager and compiled steps consume the same stream. Returns the new state,
+        flags and observation, and the :class:`StepResult` fields, by name.
+        """
+        s, st = self.scenario, self.state
         active = self.active
         thrust_rate = self._thrust_rate(actions, active)
-        s, st = self.scenario, self.state
         dist_before = torch.linalg.vector_norm(s.goal - st.pos, dim=-1)
         moved = integrate_step(st, thrust_rate, self.num_substeps, s, self._current)
         a2, a3 = active, active.unsqueeze(-1)
-        torch.where(a3, moved.pos, st.pos, out=st.pos)
-        torch.where(a2, moved.theta, st.theta, out=st.theta)
-        torch.where(a3, moved.velocity_r, st.velocity_r, out=st.velocity_r)
-        torch.where(a3, moved.velocity, st.velocity, out=st.velocity)
-        torch.where(a3, moved.thrust, st.thrust, out=st.thrust)
-        dist_after = torch.linalg.vector_norm(s.goal - st.pos, dim=-1)
+        state = VesselState(
+            pos=torch.where(a3, moved.pos, st.pos),
+            theta=torch.where(a2, moved.theta, st.theta),
+            velocity_r=torch.where(a3, moved.velocity_r, st.velocity_r),
+            velocity=torch.where(a3, moved.velocity, st.velocity),
+            thrust=torch.where(a3, moved.thrust, st.thrust),
+        )
+        dist_after = torch.linalg.vector_norm(s.goal - state.pos, dim=-1)
         reward = s.timestep_penalty.unsqueeze(-1) + (dist_before - dist_after)
 
-        phi = self._observe()
+        seen, apply, phi = self._perceive(
+            state, active, PerceptionNoise(gauss=gauss, radius_uniform=radius_uniform)
+        )
+        collision = self.collision | (active & seen.collision)
+        reach_goal = self.reach_goal | (active & seen.reach_goal)
+        apply_colregs = torch.where(active, apply, self.apply_colregs)
         reward = reward + torch.where(
-            self.apply_colregs, s.colregs_penalty.unsqueeze(-1) * phi, torch.zeros_like(phi)
+            apply_colregs, s.colregs_penalty.unsqueeze(-1) * phi, torch.zeros_like(phi)
         )
         timeout = (self.episode_steps >= self.max_episode_steps).unsqueeze(-1)  # [E, 1]
         terminal = torch.where(
-            self.collision,
+            collision,
             s.collision_penalty.unsqueeze(-1),
-            torch.where(self.reach_goal, s.goal_reward.unsqueeze(-1), torch.zeros_like(reward)),
+            torch.where(reach_goal, s.goal_reward.unsqueeze(-1), torch.zeros_like(reward)),
         )
         terminal = torch.where(timeout, torch.zeros_like(terminal), terminal)
         reward = torch.where(active, reward + terminal, torch.zeros_like(reward))
 
-        ended = self.collision | self.reach_goal
+        ended = collision | reach_goal
         info = torch.where(
             timeout,
             int(InfoState.TOO_LONG_EPISODE),
             torch.where(
-                self.collision,
+                collision,
                 int(InfoState.COLLISION),
-                torch.where(self.reach_goal, int(InfoState.REACH_GOAL), int(InfoState.NORMAL)),
+                torch.where(reach_goal, int(InfoState.REACH_GOAL), int(InfoState.NORMAL)),
             ),
         )
         info = torch.where(
@@ -410,7 +451,7 @@ class MarineNavSimulator:
                 ~s.robot_present,
                 int(InfoState.EMPTY_SLOT),
                 torch.where(
-                    self.collision,
+                    collision,
                     int(InfoState.DEACTIVATED_AFTER_COLLISION),
                     int(InfoState.DEACTIVATED_AFTER_REACHING_GOAL),
                 ),
@@ -419,24 +460,24 @@ class MarineNavSimulator:
         done = ~active | timeout | ended
         energy = torch.where(
             active,
-            s.power_coefficient * st.thrust.abs().sum(dim=-1) * s.dt * self.num_substeps,
+            s.power_coefficient * state.thrust.abs().sum(dim=-1) * s.dt * self.num_substeps,
             torch.zeros_like(reward),
         )
-        self.episode_steps += 1
-        self.curriculum_step += self.num_envs
-        self.deactivated |= active & ended  # the trainer's deactivation (A8)
+        deactivated = self.deactivated | (active & ended)  # the trainer's deactivation (A8)
         env_truncated = timeout.squeeze(-1)
-        return StepResult(
-            reward=reward,
-            done=done,
-            info=info,
-            was_active=active,
-            terminated=active & ended & ~timeout,
-            truncated=active & timeout,
-            energy=energy,
-            env_done=env_truncated | self.env_done,
-            env_truncated=env_truncated,
-        )
+        still_active = s.robot_present & ~deactivated
+        obs = seen.observation
+        return {
+            "pos": state.pos, "theta": state.theta, "velocity_r": state.velocity_r,
+            "velocity": state.velocity, "thrust": state.thrust,
+            "collision": collision, "reach_goal": reach_goal, "deactivated": deactivated,
+            "apply_colregs": apply_colregs, "self_state": obs.self_state,
+            "objects": obs.objects, "objects_mask": obs.objects_mask,
+            "reward": reward, "done": done, "info": info, "was_active": active,
+            "terminated": active & ended & ~timeout, "truncated": active & timeout,
+            "energy": energy, "env_done": env_truncated | ~still_active.any(dim=-1),
+            "env_truncated": env_truncated,
+        }  # fmt: skip
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -496,40 +537,58 @@ class MarineNavSimulator:
             points, s.core_pos, s.core_clockwise, s.core_gamma, s.core_present, s.core_radius
         )
 
-    def _observe(
-        self, mask: torch.Tensor | None = None, ids: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """Perceive (A5) and apply COLREGs (A6); returns the turn angle ``phi``.
+    def _draw_noise(self, num_envs: int) -> PerceptionNoise:
+        """Perception noise for ``num_envs`` environments from the simulator's stream."""
+        shape = (num_envs, self.robot_slots, self.obstacle_slots + self.robot_slots)
+        return PerceptionNoise.draw(shape, self.dtype, self.device, self.generator)
 
-        Every environment by default; with ``ids`` (int64 ``[k]``) only those environments
-        are perceived; with ``mask`` (bool ``[E]``) all are perceived and the masked ones
-        kept. Observation tensors are replaced, never written in place, so tensors handed out
-        earlier (e.g. a terminal observation in a replay buffer) keep their values.
+    def _perceive(
+        self,
+        state: VesselState,
+        active: torch.Tensor,
+        noise: PerceptionNoise,
+        ids: torch.Tensor | None = None,
+    ) -> tuple[PerceptionResult, torch.Tensor, torch.Tensor]:
+        """Perceive (A5) and evaluate COLREGs (A6) from ``state``; pure (writes nothing).
+
+        Every environment, or with ``ids`` (int64 ``[k]``) only those (``state`` and
+        ``active`` then already hold just them). Returns the perception, the COLREGs flag
+        (active robots only) and the turn angle ``phi``.
         """
-        s, st = self.scenario, self.state
+        s = self.scenario
         pick = (lambda t: t) if ids is None else (lambda t: t.index_select(0, ids))  # noqa: E731
-        active = pick(self.active)
         radius = pick(s.radius)
         seen = perceive(
-            pos=pick(st.pos), theta=pick(st.theta), velocity=pick(st.velocity),
-            thrust=pick(st.thrust), goal=pick(s.goal), radius=radius, goal_dis=pick(s.goal_dis),
-            active=active, obstacle_pos=pick(s.obstacle_pos),
-            obstacle_radius=pick(s.obstacle_radius), obstacle_present=pick(s.obstacle_present),
+            pos=state.pos, theta=state.theta, velocity=state.velocity, thrust=state.thrust,
+            goal=pick(s.goal), radius=radius, goal_dis=pick(s.goal_dis), active=active,
+            obstacle_pos=pick(s.obstacle_pos), obstacle_radius=pick(s.obstacle_radius),
+            obstacle_present=pick(s.obstacle_present),
             perception_range=pick(s.perception_range), perception_angle=pick(s.perception_angle),
             max_obj_num=pick(s.max_obj_num), pos_std=pick(s.pos_std), vel_std=pick(s.vel_std),
             r_kappa=pick(s.r_kappa), r_mean_ratio=pick(s.r_mean_ratio),
-            robot_index=self._robot_index, slot_index=self._slot_index,
-            noise=PerceptionNoise.draw(
-                (active.shape[0], self.robot_slots, self.obstacle_slots + self.robot_slots),
-                self.dtype, self.device, self.generator,
-            ),
+            robot_index=self._robot_index, slot_index=self._slot_index, noise=noise,
             radius_noise=self._radius_noise,
         )  # fmt: skip
         obs = seen.observation
         apply, phi = colregs_turn(obs.objects, obs.objects_mask, obs.self_state[..., 2:4], radius)
-        apply = apply & active
-        old = self.observation
+        return seen, apply & active, phi
+
+    def _observe(self, mask: torch.Tensor | None = None, ids: torch.Tensor | None = None) -> None:
+        """Perceive the restarted environments and update observation and flags.
+
+        With ``ids`` (int64 ``[k]``) only those environments are perceived; with ``mask``
+        (bool ``[E]``) all are perceived and the masked ones kept. Observation tensors are
+        replaced, never written in place, so tensors handed out earlier (e.g. a terminal
+        observation in a replay buffer) keep their values.
+        """
+        st = self.state
         if ids is not None:
+            state = VesselState(
+                **{n: getattr(st, n).index_select(0, ids) for n in VesselState.__dataclass_fields__}
+            )
+            active = self.active.index_select(0, ids)
+            seen, apply, _ = self._perceive(state, active, self._draw_noise(ids.numel()), ids)
+            obs, old = seen.observation, self.observation
             self.observation = Observation(
                 self_state=old.self_state.index_copy(0, ids, obs.self_state),
                 objects=old.objects.index_copy(0, ids, obs.objects),
@@ -539,7 +598,10 @@ class MarineNavSimulator:
                 flag.index_copy_(0, ids, flag.index_select(0, ids) | hit)
             old_apply = self.apply_colregs.index_select(0, ids)
             self.apply_colregs.index_copy_(0, ids, torch.where(active, apply, old_apply))
-            return phi
+            return
+        active = self.active
+        seen, apply, _ = self._perceive(st, active, self._draw_noise(self.num_envs))
+        obs, old = seen.observation, self.observation
         if mask is not None:
             env2, env3 = mask.view(-1, 1), mask.view(-1, 1, 1)
             obs = Observation(
@@ -552,7 +614,6 @@ class MarineNavSimulator:
         self.collision |= active & seen.collision
         self.reach_goal |= active & seen.reach_goal
         torch.where(active, apply, self.apply_colregs, out=self.apply_colregs)
-        return phi
 
     def _check_mask(self, mask: torch.Tensor) -> torch.Tensor:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
@@ -563,8 +624,8 @@ class MarineNavSimulator:
             )
         return mask.to(self.device)
 
-    def _thrust_rate(self, actions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
-        """Validate actions and map them to thrust change rates ``[E, R, 2]`` (N/s)."""
+    def _check_actions(self, actions: torch.Tensor) -> None:
+        """Type, device and shape checks (free); value checks in validation mode (a sync)."""
         E, R = self.num_envs, self.robot_slots
         if not isinstance(actions, torch.Tensor):
             raise ValueError(f"actions must be a torch.Tensor, got {type(actions).__name__}")
@@ -584,12 +645,10 @@ class MarineNavSimulator:
             ):
                 raise ValueError(f"discrete actions must be integer indices, got {actions.dtype}")
             if self.validate:
-                bad = active & ((actions < 0) | (actions >= NUM_DISCRETE_ACTIONS))
+                bad = self.active & ((actions < 0) | (actions >= NUM_DISCRETE_ACTIONS))
                 if bad.any():  # validation mode only: a host sync
                     raise ValueError("discrete action index outside 0..24 for an active robot")
-            index = actions.long().clamp(0, NUM_DISCRETE_ACTIONS - 1)
-            pairs = self._action_pairs[index]  # [E, R, 2] table indices (left, right)
-            return torch.gather(self.scenario.thrust_change, -1, pairs.unsqueeze(-1)).squeeze(-1)
+            return
         if actions.shape != (E, R, 2):
             raise ValueError(
                 f"continuous actions must have shape ({E}, {R}, 2), got {tuple(actions.shape)}"
@@ -597,9 +656,16 @@ class MarineNavSimulator:
         if not actions.is_floating_point():
             raise ValueError(f"continuous actions must be floating point, got {actions.dtype}")
         if self.validate:
-            bad = active.unsqueeze(-1) & ~torch.isfinite(actions)
+            bad = self.active.unsqueeze(-1) & ~torch.isfinite(actions)
             if bad.any():  # validation mode only: a host sync
                 raise ValueError("continuous action is NaN or infinite for an active robot")
+
+    def _thrust_rate(self, actions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        """Map checked actions to thrust change rates ``[E, R, 2]`` (N/s)."""
+        if self.action_kind == "discrete":
+            index = actions.long().clamp(0, NUM_DISCRETE_ACTIONS - 1)
+            pairs = self._action_pairs[index]  # [E, R, 2] table indices (left, right)
+            return torch.gather(self.scenario.thrust_change, -1, pairs.unsqueeze(-1)).squeeze(-1)
         actions = torch.where(active.unsqueeze(-1), actions.to(self.dtype), 0.0)
         return CONTINUOUS_THRUST_RATE * actions
 
