@@ -7,10 +7,15 @@ perception noise on (the defaults), median of 3 timed runs. Two rows per setting
 * ``step+reset``: ``step`` then ``reset(result.env_done)``, as a training loop does it.
 
 A robot-step is one robot slot advanced by one environment step (E x 5 per batched step).
+Each setting runs on the eager step and on the compiled one (``compile=True``, the first step
+compiles; its time is printed apart) in the same process. The last column compares with the
+original numpy simulator's 840 robot-steps/s (5 robots, 4 obstacles, no cores, one core of a
+development machine, issue 2); the original is not installed here to run side by side.
 
 Usage::
 
-    python benchmarks/sim_throughput.py                      # CPU, all sizes
+    python benchmarks/sim_throughput.py                      # CPU, all sizes, both paths
+    python benchmarks/sim_throughput.py --envs 1 1024 --cores 0 --paths eager compiled
     python benchmarks/sim_throughput.py --device cuda --envs 1024 8192 65536
 """
 
@@ -32,15 +37,19 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+ORIGINAL_ROBOT_STEPS_PER_S = 840.0  # 5 robots, 4 obstacles, 0 cores (issue 2)
+
+
 def measure(
     num_envs: int,
     cores: int,
     device: torch.device,
     seconds: float,
-    with_reset: bool,
     action_kind: str,
-) -> float:
-    """Median robot-steps per second over 3 runs of about ``seconds`` each."""
+    compile: bool,
+) -> tuple[float, float, float]:
+    """Seconds of the first step (compilation included), then the median robot-steps per
+    second of ``step`` and of ``step+reset`` over 3 runs of about ``seconds`` each."""
     schedule = CurriculumSchedule(
         timesteps=[0],
         num_robots=[5],
@@ -49,12 +58,18 @@ def measure(
         min_start_goal_dis=[40.0],
     )
     sim = MarineNavSimulator(
-        num_envs, action_kind, schedule=schedule, device=device, validate=False, seed=0
+        num_envs,
+        action_kind,
+        schedule=schedule,
+        device=device,
+        validate=False,
+        seed=0,
+        compile=compile,
     )
     gen = torch.Generator(device=device).manual_seed(0)
     shape = (num_envs, 5) if action_kind == "discrete" else (num_envs, 5, 2)
 
-    def one_step() -> None:
+    def one_step(with_reset: bool) -> None:
         if action_kind == "discrete":
             actions = torch.randint(0, 25, shape, generator=gen, device=device)
         else:
@@ -63,23 +78,30 @@ def measure(
         if with_reset:
             sim.reset(result.env_done)
 
-    for _ in range(3):  # warm-up
-        one_step()
+    start = time.perf_counter()
+    one_step(False)
     _sync(device)
-    rates = []
-    for _ in range(3):
-        steps = 0
-        start = time.perf_counter()
-        while True:
-            for _ in range(5):
-                one_step()
-            steps += 5
-            _sync(device)
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                break
-        rates.append(steps * num_envs * 5 / elapsed)
-    return statistics.median(rates)
+    first = time.perf_counter() - start
+    row = [first]
+    for with_reset in (False, True):
+        for _ in range(3):  # warm-up
+            one_step(with_reset)
+        _sync(device)
+        rates = []
+        for _ in range(3):
+            steps = 0
+            start = time.perf_counter()
+            while True:
+                for _ in range(5):
+                    one_step(with_reset)
+                steps += 5
+                _sync(device)
+                elapsed = time.perf_counter() - start
+                if elapsed >= seconds:
+                    break
+            rates.append(steps * num_envs * 5 / elapsed)
+        row.append(statistics.median(rates))
+    return row[0], row[1], row[2]
 
 
 def main() -> None:
@@ -90,6 +112,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="per timed run")
     parser.add_argument("--action-kind", default="discrete", choices=["discrete", "continuous"])
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--paths", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled"]
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -99,15 +124,23 @@ def main() -> None:
         f"# torch {torch.__version__}, device {device} ({name or platform.machine()}), "
         f"{torch.get_num_threads()} CPU threads, {args.action_kind} actions"
     )
-    print("| E | cores | step (robot-steps/s) | step+reset (robot-steps/s) |")
-    print("|---:|---:|---:|---:|")
+    print(
+        "| E | cores | path | first step (s) | step (robot-steps/s) "
+        "| step+reset (robot-steps/s) | step+reset vs original |"
+    )
+    print("|---:|---:|---|---:|---:|---:|---:|")
     for cores in args.cores:
         for num_envs in args.envs:
-            row = [
-                measure(num_envs, cores, device, args.seconds, with_reset, args.action_kind)
-                for with_reset in (False, True)
-            ]
-            print(f"| {num_envs} | {cores} | {row[0]:,.0f} | {row[1]:,.0f} |", flush=True)
+            for path in args.paths:
+                first, step, step_reset = measure(
+                    num_envs, cores, device, args.seconds, args.action_kind, path == "compiled"
+                )
+                ratio = f"{step_reset / ORIGINAL_ROBOT_STEPS_PER_S:,.0f}x" if cores == 0 else ""
+                print(
+                    f"| {num_envs} | {cores} | {path} | {first:.1f} | {step:,.0f} "
+                    f"| {step_reset:,.0f} | {ratio} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -72,6 +72,8 @@ def _check_robots(sim: MarineNavSimulator, records: list[dict], where: str) -> N
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_replay_matches_original(path: Path, compile: bool) -> None:
     data = _load(path)
+    if compile:
+        torch._dynamo.reset()  # each simulator compiles its own step; dynamo allows 8 per process
     sim = MarineNavSimulator.from_scenarios(
         load_scenario_file(path),
         action_kind=data["action_kind"],
