@@ -213,3 +213,19 @@ def test_optional_launchers(launcher: str, tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(list((tmp_path / "sweep").glob("*/evaluations.jsonl"))) == 2
+
+
+def test_named_evaluation_set(tmp_path: Path) -> None:
+    """evaluation.set=paper evaluates on the original's 60 episodes (10 per stage, seed 253),
+    whatever curriculum.eval_episodes_per_stage says; an unknown name is refused at start-up."""
+    from marinenav.training.evaluation import named_scenarios
+
+    cfg = tiny_config("agent=dqn", "evaluation.set=paper", "curriculum=paper",
+                      "curriculum.num_robots=[3,4,5,5,5,5]")  # fmt: skip
+    trainer = Trainer(cfg, tmp_path)
+    written = json.loads((tmp_path / "eval_configs.json").read_text())
+    assert written == named_scenarios("paper")
+    assert trainer.evaluator.episodes_per_stage == 10 and trainer.evaluator.seed == 253
+    with pytest.raises(ValueError, match="evaluation.set='huge'"):
+        Trainer(tiny_config("agent=dqn", "evaluation.set=huge"), tmp_path / "bad")
+    assert not (tmp_path / "bad" / "checkpoint.pt").exists()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from hydra.core.config_store import ConfigStore
@@ -70,6 +70,9 @@ class EvaluationConf:
     first: int = 2_000  # timestep of the first evaluation (the original: at learning start)
     seed: int = 253  # seed of the fixed evaluation set (the original's eval env seed)
     max_steps: int = 1001  # step cap of an evaluation episode
+    # a named set (training.evaluation.EVALUATION_SETS: paper = 10 per stage, seed 253; large =
+    # 100 per stage, seed 2026) instead of curriculum.eval_episodes_per_stage and seed above
+    set: Optional[str] = None  # noqa: UP045 (OmegaConf needs Optional)
 
 
 @dataclass
@@ -144,6 +147,22 @@ PAIR_BYTES = 600
 TRANSITION_BYTES = 400  # one stored robot transition (observation, action, next observation, ...)
 
 
+def evaluation_layout(cfg) -> tuple[int, int]:
+    """``(episodes per stage, seed)`` of the run's fixed evaluation set: the named
+    ``evaluation.set``, else ``curriculum.eval_episodes_per_stage`` and ``evaluation.seed``."""
+    from marinenav.training.evaluation import EVALUATION_SETS
+
+    name = cfg.evaluation.set
+    if name is None:
+        return int(cfg.curriculum.eval_episodes_per_stage), int(cfg.evaluation.seed)
+    if name not in EVALUATION_SETS:
+        raise ValueError(
+            f"evaluation.set={name!r} is not a named set; choose one of "
+            f"{', '.join(EVALUATION_SETS)} (or null)"
+        )
+    return EVALUATION_SETS[name]
+
+
 def memory_estimate(cfg) -> int:
     """Bytes a run needs on its device, roughly: simulator pairwise working set of the training
     environments and of the evaluation set (all its episodes run as one batch), and the replay
@@ -151,7 +170,7 @@ def memory_estimate(cfg) -> int:
     e, c = cfg.env, cfg.curriculum
     objects = e.robot_slots + e.obstacle_slots + e.core_slots
     scale = 2 if e.dtype == "float64" else 1
-    environments = e.num_envs + c.eval_episodes_per_stage * len(c.timesteps)
+    environments = e.num_envs + evaluation_layout(cfg)[0] * len(c.timesteps)
     simulation = environments * e.robot_slots * objects * PAIR_BYTES * scale
     return simulation + cfg.training.replay_capacity * TRANSITION_BYTES * scale
 

@@ -37,7 +37,7 @@ from marinenav.agents import Agent, agent_class
 from marinenav.envs import MarineNavEnv
 from marinenav.sim import InfoState
 from marinenav.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, write_checkpoint
-from marinenav.training.config import schedule_of, validate
+from marinenav.training.config import evaluation_layout, schedule_of, validate
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
 from marinenav.training.loggers import make_logger, progress_bar
 from marinenav.training.replay import RobotReplay
@@ -180,17 +180,18 @@ class Trainer:
             cfg.training.replay_capacity, self.device, cfg.training.batch_size, sampler,
             seed=cfg.seed,
         )  # fmt: skip
+        eval_per_stage, eval_seed = evaluation_layout(cfg)
         scenarios = evaluation_scenarios(
-            schedule, cfg.curriculum.eval_episodes_per_stage, cfg.evaluation.seed,
+            schedule, eval_per_stage, eval_seed,
             cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots,
         )  # fmt: skip
         (self.run_dir / "eval_configs.json").write_text(json.dumps(scenarios))
         self.evaluator = Evaluator(
             scenarios, self.agent.action_kind, self.agent.config.gamma, cfg.evaluation.max_steps,
             cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots, self.device,
-            self.dtype, seed=cfg.evaluation.seed,
+            self.dtype, seed=eval_seed,
         )  # fmt: skip
-        self.evaluator.episodes_per_stage = cfg.curriculum.eval_episodes_per_stage
+        self.evaluator.episodes_per_stage = eval_per_stage
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
         self.updates = 0
