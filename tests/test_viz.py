@@ -212,3 +212,17 @@ def test_per_stage_curves(tmp_path: Path) -> None:
     np.testing.assert_allclose(curves["success_rate_stage0_mean"], [np.nan, 0.3])
     np.testing.assert_allclose(curves["success_rate_stage5_mean"], [np.nan, 0.2])
     np.testing.assert_allclose(curves["success_rate_stage5_stderr"][1], 0.2 / np.sqrt(2))
+
+
+def test_one_evaluation_draws_markers_and_says_no_success(tmp_path: Path) -> None:
+    """A run with a single evaluation still shows its point; a travel-time panel with no
+    successful episode says so."""
+    from marinenav.viz.curves import aggregate, draw_learning_curves, load_runs
+
+    run = write_run(tmp_path / "one", "dqn", [(1000, 1.5, 0.0, None)])
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    axes = draw_learning_curves(fig, aggregate(load_runs([run])))
+    line = axes[0].get_lines()[0]
+    assert line.get_marker() == "o" and list(line.get_xdata()) == [1000]
+    assert [t.get_text() for t in axes[2].texts] == ["no successful episode"]

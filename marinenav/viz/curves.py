@@ -183,13 +183,17 @@ def draw_learning_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) 
             colour = f"C{i % 10}"
             x, mean = curve["timesteps"], curve[f"{metric}_mean"]
             runs = int(curve["num_runs"].max(initial=0))
-            ax.plot(x, mean, "-", color=colour, linewidth=1.5,
+            ax.plot(x, mean, "o-", color=colour, linewidth=1.5, markersize=3,
                     label=f"{label} ({runs} run{'s' if runs != 1 else ''})")  # fmt: skip
             if runs > 1:
                 stderr = curve[f"{metric}_stderr"]
                 ax.fill_between(x, mean - stderr, mean + stderr, color=colour, alpha=0.2,
                                 linewidth=0)  # fmt: skip
         ax.set_title(title)
+        if metric == "travel_time" and all(np.isnan(c[f"{metric}_mean"]).all()
+                                           for c in curves.values()):  # fmt: skip
+            ax.text(0.5, 0.5, "no successful episode", transform=ax.transAxes, ha="center",
+                    va="center", color="0.4")  # fmt: skip
         ax.set_xlabel("timesteps")
         ax.grid(True, alpha=0.3)
         ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
