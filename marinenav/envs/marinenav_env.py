@@ -103,6 +103,8 @@ class MarineNavEnv(EnvBase):
         render_env: int = 0,
     ) -> None:
         if num_robots is not None:
+            if isinstance(num_robots, bool) or not isinstance(num_robots, int) or num_robots < 1:
+                raise ValueError(f"num_robots must be a positive int, got {num_robots!r}")
             if schedule is not None:
                 raise ValueError("give either num_robots (one stage) or schedule, not both")
             schedule = CurriculumSchedule(

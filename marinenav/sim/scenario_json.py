@@ -290,11 +290,38 @@ def _dict_of_env(v: dict[str, list], e: int, num_substeps: int) -> dict:
 
 
 def load_scenario_file(path: str | Path) -> list[dict]:
-    """Read a JSON file holding one episode dict or a list of them (an eval-config file)."""
-    data = json.loads(Path(path).read_text())
+    """Read a JSON file holding one episode dict or a list of them (an eval-config file).
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming the file (and the
+    episode and key) for a file that is not JSON or an episode without the keys every scenario
+    needs (``env.num_robots``, ``env.obstacles.positions``, ``env.cores.positions``,
+    ``robots``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no scenario file at {path}")
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not a JSON scenario file ({error})") from None
     if isinstance(data, Mapping) and "scenario" in data:  # a marinenav reference recording
         data = data["scenario"]
-    return [data] if isinstance(data, Mapping) else list(data)
+    episodes = [data] if isinstance(data, Mapping) else data
+    if not isinstance(episodes, list) or not episodes:
+        raise ValueError(f"{path}: expected an episode dict or a non-empty list of them")
+    for i, episode in enumerate(episodes):
+        where = f"{path}: episode {i}"
+        if not isinstance(episode, Mapping):
+            raise ValueError(f"{where} is a {type(episode).__name__}, not an episode dict")
+        for part in ("env", "robots"):
+            if not isinstance(episode.get(part), Mapping):
+                raise ValueError(f"{where}: missing key {part} (a dict)")
+        env = episode["env"]
+        if "num_robots" not in env:
+            raise ValueError(f"{where}: missing key env.num_robots")
+        for part in ("obstacles", "cores"):
+            if not isinstance(env.get(part), Mapping) or "positions" not in env[part]:
+                raise ValueError(f"{where}: missing key env.{part}.positions")
+    return list(episodes)
 
 
 def save_scenario_file(dicts: list[dict], path: str | Path) -> None:

@@ -205,6 +205,10 @@ class MarineNavSimulator:
         """One environment per scenario dict (the original's JSON layout), reset to exactly
         that scenario every time. Slots default to the largest counts in ``scenarios``.
         """
+        if isinstance(scenarios, Mapping):
+            raise ValueError(
+                "scenarios must be a list of episode dicts, got one dict (wrap it in a list)"
+            )
         if len(scenarios) == 0:
             raise ValueError("no scenarios given")
 
