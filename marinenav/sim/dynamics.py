@@ -65,6 +65,15 @@ class VesselState:
     thrust: torch.Tensor  # [E, R, 2] (left, right) N
 
 
+def step_energy(thrust: torch.Tensor, vessel: Scenario, num_substeps: int) -> torch.Tensor:
+    """Thrust energy of one environment step ``[E, R]`` (spec A4.6, an evaluation metric).
+
+    ``power_coefficient * (|T_L| + |T_R|) * dt * N`` from the thrusts after the step's change
+    (``thrust [E, R, 2]`` N), i.e. ``0.5 (|T_L| + |T_R|)`` with the defaults.
+    """
+    return vessel.power_coefficient * thrust.abs().sum(dim=-1) * vessel.dt * num_substeps
+
+
 def mass_matrix_inverse(hydro: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Non-zero entries of ``A^-1`` with ``A = M_RB + M_A``, each ``[E, R]``.
 

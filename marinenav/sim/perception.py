@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import torch
 
 from marinenav.sim.constants import MAX_OBJECTS
-from marinenav.sim.dynamics import world_to_body
+from marinenav.sim.dynamics import VesselState, world_to_body
 from marinenav.sim.noise import VonMisesTable
+from marinenav.sim.scenario import Scenario
 
 
 @dataclass
@@ -78,44 +79,33 @@ def self_state(
 
 
 def perceive(
-    *,
-    pos: torch.Tensor,
-    theta: torch.Tensor,
-    velocity: torch.Tensor,
-    thrust: torch.Tensor,
-    goal: torch.Tensor,
-    radius: torch.Tensor,
-    goal_dis: torch.Tensor,
+    state: VesselState,
+    scenario: Scenario,
     active: torch.Tensor,
-    obstacle_pos: torch.Tensor,
-    obstacle_radius: torch.Tensor,
-    obstacle_present: torch.Tensor,
-    perception_range: torch.Tensor,
-    perception_angle: torch.Tensor,
-    max_obj_num: torch.Tensor,
-    pos_std: torch.Tensor,
-    vel_std: torch.Tensor,
-    r_kappa: torch.Tensor,
-    r_mean_ratio: torch.Tensor,
-    robot_index: torch.Tensor,
-    slot_index: torch.Tensor,
     noise: PerceptionNoise,
     radius_noise: VonMisesTable,
+    robot_index: torch.Tensor,
+    slot_index: torch.Tensor,
 ) -> PerceptionResult:
     """Perceive for every robot slot at once (A5 steps 1-5).
 
     Args:
-        pos ``[E, R, 2]``, theta ``[E, R]``, velocity ``[E, R, 3]`` (over ground), thrust
-            ``[E, R, 2]``, goal ``[E, R, 2]``, radius ``[E, R]``, goal_dis ``[E, R]``: robots.
+        state: the robots' state, ``[E, R, ...]``: position, heading, over-ground velocity
+            (one sub-step lagged) and thrusts are read.
+        scenario: the same ``E`` environments' scenario; read are the robots' ``goal``,
+            collision ``radius`` and ``goal_dis``, the obstacles (``obstacle_pos [E, O, 2]``,
+            ``obstacle_radius``, ``obstacle_present [E, O]``) and the per-robot perception
+            constants ``perception_range`` ... ``r_mean_ratio`` (``[E, R]``).
         active: ``[E, R]`` bool, robots present and not deactivated (others are invisible and
             get zero observations).
-        obstacle_pos ``[E, O, 2]``, obstacle_radius ``[E, O]``, obstacle_present ``[E, O]``.
-        perception_range ... r_mean_ratio: ``[E, R]`` per-robot perception constants.
+        noise: the random numbers, from :meth:`PerceptionNoise.draw` with ``(E, R, O + R)``.
+        radius_noise: inverse-CDF tables covering every value of ``scenario.r_kappa``.
         robot_index: ``[R]`` int64 ``arange(R)``, made once by the caller.
         slot_index: ``[5]`` int64 ``arange(5)``, made once by the caller.
-        noise: the random numbers, from :meth:`PerceptionNoise.draw` with ``(E, R, O + R)``.
-        radius_noise: inverse-CDF tables covering every value of ``r_kappa``.
     """
+    pos, theta, velocity, thrust = state.pos, state.theta, state.velocity, state.thrust
+    s = scenario
+    goal, radius, obstacle_pos = s.goal, s.radius, s.obstacle_pos
     E, R = theta.shape
     O = obstacle_pos.shape[1]  # noqa: E741
     K = O + R
@@ -125,17 +115,17 @@ def perceive(
     cand_pos = torch.cat((obstacle_pos, pos), dim=1).unsqueeze(1).expand(E, R, K, 2)
     cand_vel = torch.cat((torch.zeros_like(obstacle_pos), velocity[..., :2]), dim=1)
     cand_vel = cand_vel.unsqueeze(1).expand(E, R, K, 2)
-    cand_radius = torch.cat((obstacle_radius, radius), dim=1).unsqueeze(1).expand(E, R, K)
+    cand_radius = torch.cat((s.obstacle_radius, radius), dim=1).unsqueeze(1).expand(E, R, K)
     not_self = robot_index.view(1, R, 1) != robot_index.view(1, 1, R)  # [1, R, R]
     robot_visible = active.unsqueeze(1) & not_self  # [E, R(ego), R(other)]
-    cand_valid = torch.cat((obstacle_present.unsqueeze(1).expand(E, R, O), robot_visible), dim=2)
+    cand_valid = torch.cat((s.obstacle_present.unsqueeze(1).expand(E, R, O), robot_visible), dim=2)
 
     # Noise, world frame (A5): position, velocity, then von Mises radius factor.
     gauss = noise.gauss
-    noisy_pos = cand_pos + gauss[..., 0:2] * pos_std.view(E, R, 1, 1)
-    noisy_vel = cand_vel + gauss[..., 2:4] * vel_std.view(E, R, 1, 1)
-    x = radius_noise.angles(r_kappa.view(E, R, 1), noise.radius_uniform)
-    rho = r_mean_ratio.view(E, R, 1)
+    noisy_pos = cand_pos + gauss[..., 0:2] * s.pos_std.view(E, R, 1, 1)
+    noisy_vel = cand_vel + gauss[..., 2:4] * s.vel_std.view(E, R, 1, 1)
+    x = radius_noise.angles(s.r_kappa.view(E, R, 1), noise.radius_uniform)
+    rho = s.r_mean_ratio.view(E, R, 1)
     noisy_radius = cand_radius * (rho + (1 - rho) * x / math.pi)
 
     # Detection in the ego frame with noisy values.
@@ -143,10 +133,10 @@ def perceive(
     rel = world_to_body(noisy_pos - pos.unsqueeze(2), ego_cos, ego_sin)  # [E, R, K, 2]
     rel_dist = torch.linalg.vector_norm(rel, dim=-1)
     # |atan2(q_y, q_x)| <= angle / 2  <=>  q_x >= |q| cos(angle / 2), for angle in [0, 2 pi]
-    sector_cos = torch.cos(0.5 * perception_angle.clamp(max=2 * math.pi)).unsqueeze(-1)
+    sector_cos = torch.cos(0.5 * s.perception_angle.clamp(max=2 * math.pi)).unsqueeze(-1)
     detected = (
         cand_valid
-        & (rel_dist <= perception_range.unsqueeze(-1) + noisy_radius)
+        & (rel_dist <= s.perception_range.unsqueeze(-1) + noisy_radius)
         & (rel[..., 0] >= rel_dist * sector_cos)
         & active.unsqueeze(-1)
     )
@@ -155,7 +145,7 @@ def perceive(
     true_dist = torch.linalg.vector_norm(cand_pos - pos.unsqueeze(2), dim=-1)
     ego_radius = radius.unsqueeze(-1)
     collision = (detected & (true_dist - cand_radius - ego_radius <= 0)).any(dim=-1)
-    reach_goal = active & (torch.linalg.vector_norm(goal - pos, dim=-1) <= goal_dis)
+    reach_goal = active & (torch.linalg.vector_norm(goal - pos, dim=-1) <= s.goal_dis)
 
     # The 5 detected objects with the smallest noisy clearance, nearest first, stable order.
     clearance = rel_dist - noisy_radius - ego_radius
@@ -170,7 +160,7 @@ def perceive(
     if K < MAX_OBJECTS:
         record = torch.nn.functional.pad(record, (0, 0, 0, MAX_OBJECTS - K))
     objects = torch.gather(record, 2, order.unsqueeze(-1).expand(E, R, MAX_OBJECTS, 5))
-    objects_mask = torch.gather(detected, 2, order) & (slot_index < max_obj_num.unsqueeze(-1))
+    objects_mask = torch.gather(detected, 2, order) & (slot_index < s.max_obj_num.unsqueeze(-1))
     objects = torch.where(objects_mask.unsqueeze(-1), objects, torch.zeros_like(objects))
 
     own = self_state(pos, cos, sin, velocity, thrust, goal)

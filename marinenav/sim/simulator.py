@@ -5,6 +5,11 @@ One object simulates ``E`` environments with ``R`` robot slots each (plus ``O`` 
 is a fixed sequence of tensor operations: no Python loop over environments, robots, objects or
 cores, and no host read-back (outside the optional validation of inputs).
 
+A step is physics, then the task's rules, as VMAS splits ``World.step`` from a scenario's
+``reward`` and ``done``: thrust change, the dynamics sub-steps (``dynamics.py``, ``current.py``),
+perception and COLREGs (``perception.py``, ``colregs.py``), and then reward, outcome codes and
+termination (``rules.py``), pure functions of what happened in the step (``StepEvents``).
+
 Episode bookkeeping follows the original *training loop* (spec A8, C2): after a step every
 robot whose collision or goal flag is set is deactivated; a deactivated robot gets no action,
 does not move, is invisible to the others and reports ``done`` with zero reward. An
@@ -32,7 +37,6 @@ from marinenav.sim.constants import (
     MAX_OBJECTS,
     NUM_DISCRETE_ACTIONS,
     ROBOT_DEFAULTS,
-    InfoState,
 )
 from marinenav.sim.current import current_velocity
 from marinenav.sim.curriculum import (
@@ -40,10 +44,18 @@ from marinenav.sim.curriculum import (
     CurriculumSchedule,
     CurriculumTable,
 )
-from marinenav.sim.dynamics import VesselState, integrate_step
+from marinenav.sim.dynamics import VesselState, integrate_step, step_energy
 from marinenav.sim.generation import generate_scenarios
 from marinenav.sim.noise import VonMisesTable
 from marinenav.sim.perception import Observation, PerceptionNoise, PerceptionResult, perceive
+from marinenav.sim.rules import (
+    StepEvents,
+    goal_distance,
+    outcome_codes,
+    step_limit_reached,
+    step_reward,
+    terminate,
+)
 from marinenav.sim.scenario import Scenario, default_scenario
 from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
 
@@ -269,19 +281,20 @@ class MarineNavSimulator:
         ids = mask.nonzero().squeeze(-1) if self.compact_resets else None
         if ids is not None and ids.numel() == 0:
             return self.observation  # nothing to restart (a shape, not a value, is read)
+        restarted = None  # the scenarios of ``ids``, where at hand
         if self._all_fixed:
             self.scenario.assign_(mask, self._templates)
         elif ids is not None:
-            new = self._generate(self._base.index(ids), ids.numel())
+            restarted = self._generate(self._base.index(ids), ids.numel())
             if self._any_fixed:
-                new = self._templates.index(ids).select(self._fixed[ids], new)
-            self.scenario.put_(ids, new)
+                restarted = self._templates.index(ids).select(self._fixed[ids], restarted)
+            self.scenario.put_(ids, restarted)
         else:
             new = self._generate(self._base, self.num_envs)
             if self._any_fixed:
                 new = self._templates.select(self._fixed, new)
             self.scenario.assign_(mask, new)
-        self._restart(mask, ids)
+        self._restart(mask, ids, restarted)
         return self.observation
 
     def _generate(self, base: Scenario, n: int) -> Scenario:
@@ -347,9 +360,15 @@ class MarineNavSimulator:
         )
         return scenarios_to_dicts(scenario, self.num_substeps)
 
-    def _restart(self, mask: torch.Tensor, ids: torch.Tensor | None = None) -> None:
+    def _restart(
+        self,
+        mask: torch.Tensor,
+        ids: torch.Tensor | None = None,
+        restarted: Scenario | None = None,
+    ) -> None:
         """Initial state from ``self.scenario`` for envs in ``mask`` (whose indices are
-        ``ids`` when the caller has them); other environments untouched."""
+        ``ids``, and scenarios ``restarted``, when the caller has them); other environments
+        untouched."""
         s = self.scenario
         env2 = mask.view(-1, 1)
         env3 = mask.view(-1, 1, 1)
@@ -368,7 +387,7 @@ class MarineNavSimulator:
         if ids is None:
             self._observe(mask=mask)
         else:
-            self._observe(ids=ids)
+            self._observe(ids=ids, restarted=restarted)
 
     # ------------------------------------------------------------------ stepping
     def step(self, actions: torch.Tensor) -> StepResult:
@@ -398,7 +417,8 @@ class MarineNavSimulator:
     def _step_core(
         self, actions: torch.Tensor, gauss: torch.Tensor, radius_uniform: torch.Tensor
     ) -> dict[str, torch.Tensor]:
-        """The arithmetic of :meth:`step` as a pure function (what ``compile=True`` compiles).
+        """The arithmetic of :meth:`step` as a pure function (what ``compile=True`` compiles):
+        physics and perception, then the rules of ``rules.py`` on the step's events.
 
         Reads the simulator's buffers, writes nothing; the random numbers come in as tensors
         so that eager and compiled steps consume the same stream. Returns the new state,
@@ -407,7 +427,6 @@ class MarineNavSimulator:
         s, st = self.scenario, self.state
         active = self.active
         thrust_rate = self._thrust_rate(actions, active)
-        dist_before = torch.linalg.vector_norm(s.goal - st.pos, dim=-1)
         moved = integrate_step(st, thrust_rate, self.num_substeps, s, self._current)
         a2, a3 = active, active.unsqueeze(-1)
         state = VesselState(
@@ -417,70 +436,36 @@ class MarineNavSimulator:
             velocity=torch.where(a3, moved.velocity, st.velocity),
             thrust=torch.where(a3, moved.thrust, st.thrust),
         )
-        dist_after = torch.linalg.vector_norm(s.goal - state.pos, dim=-1)
-        reward = s.timestep_penalty.unsqueeze(-1) + (dist_before - dist_after)
-
         seen, apply, phi = self._perceive(
             state, active, PerceptionNoise(gauss=gauss, radius_uniform=radius_uniform)
         )
-        collision = self.collision | (active & seen.collision)
-        reach_goal = self.reach_goal | (active & seen.reach_goal)
-        apply_colregs = torch.where(active, apply, self.apply_colregs)
-        reward = reward + torch.where(
-            apply_colregs, s.colregs_penalty.unsqueeze(-1) * phi, torch.zeros_like(phi)
+        # The task's rules (A7, A8) on what the physics and perception produced.
+        events = StepEvents(
+            acted=active,
+            deactivated=self.deactivated,
+            goal_distance_before=goal_distance(s, st.pos),
+            goal_distance_after=goal_distance(s, state.pos),
+            apply_colregs=torch.where(active, apply, self.apply_colregs),
+            turn_angle=phi,
+            collision=self.collision | (active & seen.collision),
+            reach_goal=self.reach_goal | (active & seen.reach_goal),
+            timeout=step_limit_reached(self.episode_steps, self.max_episode_steps),
         )
-        timeout = (self.episode_steps >= self.max_episode_steps).unsqueeze(-1)  # [E, 1]
-        terminal = torch.where(
-            collision,
-            s.collision_penalty.unsqueeze(-1),
-            torch.where(reach_goal, s.goal_reward.unsqueeze(-1), torch.zeros_like(reward)),
-        )
-        terminal = torch.where(timeout, torch.zeros_like(terminal), terminal)
-        reward = torch.where(active, reward + terminal, torch.zeros_like(reward))
-
-        ended = collision | reach_goal
-        info = torch.where(
-            timeout,
-            int(InfoState.TOO_LONG_EPISODE),
-            torch.where(
-                collision,
-                int(InfoState.COLLISION),
-                torch.where(reach_goal, int(InfoState.REACH_GOAL), int(InfoState.NORMAL)),
-            ),
-        )
-        info = torch.where(
-            active,
-            info,
-            torch.where(
-                ~s.robot_present,
-                int(InfoState.EMPTY_SLOT),
-                torch.where(
-                    collision,
-                    int(InfoState.DEACTIVATED_AFTER_COLLISION),
-                    int(InfoState.DEACTIVATED_AFTER_REACHING_GOAL),
-                ),
-            ),
-        )
-        done = ~active | timeout | ended
-        energy = torch.where(
-            active,
-            s.power_coefficient * state.thrust.abs().sum(dim=-1) * s.dt * self.num_substeps,
-            torch.zeros_like(reward),
-        )
-        deactivated = self.deactivated | (active & ended)  # the trainer's deactivation (A8)
-        env_truncated = timeout.squeeze(-1)
-        still_active = s.robot_present & ~deactivated
+        reward = step_reward(s, events)
+        end = terminate(s, events)
+        energy = step_energy(state.thrust, s, self.num_substeps)
         obs = seen.observation
         return {
             "pos": state.pos, "theta": state.theta, "velocity_r": state.velocity_r,
             "velocity": state.velocity, "thrust": state.thrust,
-            "collision": collision, "reach_goal": reach_goal, "deactivated": deactivated,
-            "apply_colregs": apply_colregs, "self_state": obs.self_state,
-            "objects": obs.objects, "objects_mask": obs.objects_mask,
-            "reward": reward, "done": done, "info": info, "was_active": active,
-            "terminated": active & ended & ~timeout, "truncated": active & timeout,
-            "energy": energy, "env_done": env_truncated | ~still_active.any(dim=-1),
-            "env_truncated": env_truncated,
+            "collision": events.collision, "reach_goal": events.reach_goal,
+            "deactivated": end.deactivated, "apply_colregs": events.apply_colregs,
+            "self_state": obs.self_state, "objects": obs.objects,
+            "objects_mask": obs.objects_mask,
+            "reward": reward, "done": end.done, "info": outcome_codes(s, events),
+            "was_active": active, "terminated": end.terminated, "truncated": end.truncated,
+            "energy": torch.where(active, energy, torch.zeros_like(energy)),
+            "env_done": end.env_done, "env_truncated": end.env_truncated,
         }  # fmt: skip
 
     # ------------------------------------------------------------------ checkpoints
@@ -551,47 +536,46 @@ class MarineNavSimulator:
         state: VesselState,
         active: torch.Tensor,
         noise: PerceptionNoise,
-        ids: torch.Tensor | None = None,
+        scenario: Scenario | None = None,
     ) -> tuple[PerceptionResult, torch.Tensor, torch.Tensor]:
         """Perceive (A5) and evaluate COLREGs (A6) from ``state``; pure (writes nothing).
 
-        Every environment, or with ``ids`` (int64 ``[k]``) only those (``state`` and
-        ``active`` then already hold just them). Returns the perception, the COLREGs flag
-        (active robots only) and the turn angle ``phi``.
+        Every environment, or with ``scenario`` (``k`` environments) only those (``state`` and
+        ``active`` then hold just them too). Returns the perception, the COLREGs flag (active
+        robots only) and the turn angle ``phi``.
         """
-        s = self.scenario
-        pick = (lambda t: t) if ids is None else (lambda t: t.index_select(0, ids))  # noqa: E731
-        radius = pick(s.radius)
+        s = self.scenario if scenario is None else scenario
         seen = perceive(
-            pos=state.pos, theta=state.theta, velocity=state.velocity, thrust=state.thrust,
-            goal=pick(s.goal), radius=radius, goal_dis=pick(s.goal_dis), active=active,
-            obstacle_pos=pick(s.obstacle_pos), obstacle_radius=pick(s.obstacle_radius),
-            obstacle_present=pick(s.obstacle_present),
-            perception_range=pick(s.perception_range), perception_angle=pick(s.perception_angle),
-            max_obj_num=pick(s.max_obj_num), pos_std=pick(s.pos_std), vel_std=pick(s.vel_std),
-            r_kappa=pick(s.r_kappa), r_mean_ratio=pick(s.r_mean_ratio),
-            robot_index=self._robot_index, slot_index=self._slot_index, noise=noise,
-            radius_noise=self._radius_noise,
-        )  # fmt: skip
+            state, s, active, noise, self._radius_noise, self._robot_index, self._slot_index
+        )
         obs = seen.observation
-        apply, phi = colregs_turn(obs.objects, obs.objects_mask, obs.self_state[..., 2:4], radius)
+        apply, phi = colregs_turn(obs.objects, obs.objects_mask, obs.self_state[..., 2:4], s.radius)
         return seen, apply & active, phi
 
-    def _observe(self, mask: torch.Tensor | None = None, ids: torch.Tensor | None = None) -> None:
+    def _observe(
+        self,
+        mask: torch.Tensor | None = None,
+        ids: torch.Tensor | None = None,
+        restarted: Scenario | None = None,
+    ) -> None:
         """Perceive the restarted environments and update observation and flags.
 
-        With ``ids`` (int64 ``[k]``) only those environments are perceived; with ``mask``
-        (bool ``[E]``) all are perceived and the masked ones kept. Observation tensors are
-        replaced, never written in place, so tensors handed out earlier (e.g. a terminal
-        observation in a replay buffer) keep their values.
+        With ``ids`` (int64 ``[k]``) only those environments are perceived, with
+        ``restarted`` their scenarios (``self.scenario`` at ``ids``); with ``mask`` (bool
+        ``[E]``) all are perceived and the masked ones kept. Observation tensors are replaced,
+        never written in place, so tensors handed out earlier (e.g. a terminal observation in
+        a replay buffer) keep their values.
         """
         st = self.state
         if ids is not None:
+            if restarted is None:
+                restarted = self.scenario.index(ids)
             state = VesselState(
                 **{n: getattr(st, n).index_select(0, ids) for n in VesselState.__dataclass_fields__}
             )
-            active = self.active.index_select(0, ids)
-            seen, apply, _ = self._perceive(state, active, self._draw_noise(ids.numel()), ids)
+            active = restarted.robot_present & ~self.deactivated.index_select(0, ids)
+            noise = self._draw_noise(ids.numel())
+            seen, apply, _ = self._perceive(state, active, noise, restarted)
             obs, old = seen.observation, self.observation
             self.observation = Observation(
                 self_state=old.self_state.index_copy(0, ids, obs.self_state),

@@ -1,0 +1,210 @@
+"""The task's rules (spec A7, A8): reward, outcome codes and termination, apart from physics.
+
+The physics (``dynamics.py``, ``current.py``, ``perception.py``, ``colregs.py``) says where the
+robots are and what they perceive; these functions say what the navigation task makes of it,
+as VMAS separates ``World.step`` from a scenario's ``reward`` and ``done``. The simulator's step
+gathers what happened in a step into :class:`StepEvents` and asks :func:`step_reward`,
+:func:`outcome_codes` and :func:`terminate`; the TorchRL environment asks
+:func:`reset_codes` and, for the evaluation rule of spec C4, :func:`cut_at_first_collision`.
+
+Every function is plain tensor code: no Python branching on tensor values, no host read, no
+write to its inputs, so the compiled step (``compile=True``) traces them into its one graph.
+
+Shapes: ``E`` environments, ``R`` robot slots. Reward constants are per environment ``[E]``,
+taken from the :class:`~marinenav.sim.scenario.Scenario` (a loaded scenario file may carry its
+own). Rewards are unitless; distances in metres; turn angles in radians.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from marinenav.sim.constants import InfoState
+from marinenav.sim.scenario import Scenario
+
+
+@dataclass
+class StepEvents:
+    """What happened to every robot slot in one step: the inputs of the rules.
+
+    Flags are the simulator's latched flags after the step's perception: once set in an
+    episode, ``collision`` and ``reach_goal`` stay set (the robot is deactivated after the step).
+    """
+
+    acted: torch.Tensor  # [E, R] bool: present and not deactivated before the step
+    deactivated: torch.Tensor  # [E, R] bool: deactivated before the step
+    goal_distance_before: torch.Tensor  # [E, R] m, true positions, before the sub-steps
+    goal_distance_after: torch.Tensor  # [E, R] m, true positions, after the sub-steps
+    apply_colregs: torch.Tensor  # [E, R] bool: a COLREGs give-way or head-on rule applies (A6)
+    turn_angle: torch.Tensor  # [E, R] rad: starboard turn still needed (A6), 0 where none
+    collision: torch.Tensor  # [E, R] bool: contact with a detected object (A5.3), latched
+    reach_goal: torch.Tensor  # [E, R] bool: within goal_dis of the goal (A5.3), latched
+    timeout: torch.Tensor  # [E] bool: the step limit is hit on this step (A8)
+
+
+@dataclass
+class Termination:
+    """Which robots and environments end on a step (spec A8), all bool."""
+
+    done: torch.Tensor  # [E, R]: inactive slots, robots that ended, every slot at the step limit
+    terminated: torch.Tensor  # [E, R]: robots that acted and collided or reached the goal
+    truncated: torch.Tensor  # [E, R]: robots that acted and were cut by the step limit
+    deactivated: torch.Tensor  # [E, R]: deactivated after the step (the trainer's rule, A8)
+    env_done: torch.Tensor  # [E]: no robot left active, or the step limit hit
+    env_truncated: torch.Tensor  # [E]: the step limit hit on this step
+
+
+def goal_distance(scenario: Scenario, pos: torch.Tensor) -> torch.Tensor:
+    """Distance to the goal ``[E, R]`` (m) from true positions ``pos [E, R, 2]`` (spec A7.1)."""
+    return torch.linalg.vector_norm(scenario.goal - pos, dim=-1)
+
+
+def step_limit_reached(episode_steps: torch.Tensor, max_episode_steps: int) -> torch.Tensor:
+    """``[E]`` bool: this step is the timeout step (spec A8).
+
+    ``episode_steps [E]`` int64 is the counter *before* its increment, so with the default
+    limit of 1000 the 1001st step of an episode is the timeout step.
+    """
+    return episode_steps >= max_episode_steps
+
+
+def progress_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
+    """Time penalty plus progress to the goal ``[E, R]`` (spec A7.2).
+
+    ``timestep_penalty + (d_before - d_after)``: -0.1 per step with the defaults, plus the
+    metres gained towards the goal.
+    """
+    return scenario.timestep_penalty.unsqueeze(-1) + (
+        events.goal_distance_before - events.goal_distance_after
+    )
+
+
+def colregs_penalty(scenario: Scenario, events: StepEvents) -> torch.Tensor:
+    """COLREGs penalty ``[E, R]`` (spec A6, A7.3): ``COLREGs_penalty * phi`` where the rule
+    applies (-0.1 per radian of the starboard turn still needed, with the defaults), else 0."""
+    turn = events.turn_angle
+    return torch.where(
+        events.apply_colregs, scenario.colregs_penalty.unsqueeze(-1) * turn, torch.zeros_like(turn)
+    )
+
+
+def terminal_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
+    """Exactly one terminal term per robot ``[E, R]`` (spec A7.3), in priority order:
+
+    timeout 0 (quirk A12.7: a collision or goal on the timeout step earns nothing); else
+    collision ``collision_penalty`` (-5); else goal ``goal_reward`` (+10); else 0. A collision
+    wins over a goal reached on the same step (quirk A12.8).
+    """
+    zero = torch.zeros_like(events.goal_distance_after)
+    terminal = torch.where(
+        events.collision,
+        scenario.collision_penalty.unsqueeze(-1),
+        torch.where(events.reach_goal, scenario.goal_reward.unsqueeze(-1), zero),
+    )
+    return torch.where(events.timeout.unsqueeze(-1), zero, terminal)
+
+
+def step_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
+    """The reward of every robot slot ``[E, R]`` (spec A7): progress, then COLREGs penalty,
+    then the terminal term, for robots that acted; 0 for inactive slots (deactivated robots
+    and padding). The terms are added in the original's order (float round-off included)."""
+    reward = progress_reward(scenario, events) + colregs_penalty(scenario, events)
+    reward = reward + terminal_reward(scenario, events)
+    return torch.where(events.acted, reward, torch.zeros_like(reward))
+
+
+def outcome_codes(scenario: Scenario, events: StepEvents) -> torch.Tensor:
+    """``info`` state of every robot slot ``[E, R]`` int64 :class:`InfoState` (spec A8).
+
+    A robot that acted: ``TOO_LONG_EPISODE`` at the step limit, else ``COLLISION``, else
+    ``REACH_GOAL``, else ``NORMAL``. A slot that did not act: ``EMPTY_SLOT`` for padding, else
+    ``DEACTIVATED_AFTER_COLLISION`` or ``DEACTIVATED_AFTER_REACHING_GOAL`` by its latched flag.
+    """
+    acting = torch.where(
+        events.timeout.unsqueeze(-1),
+        int(InfoState.TOO_LONG_EPISODE),
+        torch.where(
+            events.collision,
+            int(InfoState.COLLISION),
+            torch.where(events.reach_goal, int(InfoState.REACH_GOAL), int(InfoState.NORMAL)),
+        ),
+    )
+    resting = torch.where(
+        ~scenario.robot_present,
+        int(InfoState.EMPTY_SLOT),
+        torch.where(
+            events.collision,
+            int(InfoState.DEACTIVATED_AFTER_COLLISION),
+            int(InfoState.DEACTIVATED_AFTER_REACHING_GOAL),
+        ),
+    )
+    return torch.where(events.acted, acting, resting)
+
+
+def reset_codes(robot_present: torch.Tensor) -> torch.Tensor:
+    """``info`` of a freshly reset environment ``[E, R]`` int64: ``NORMAL`` for robots,
+    ``EMPTY_SLOT`` for padding (``robot_present [E, R]`` bool)."""
+    return torch.where(robot_present, int(InfoState.NORMAL), int(InfoState.EMPTY_SLOT))
+
+
+def terminate(scenario: Scenario, events: StepEvents) -> Termination:
+    """Done, terminated and truncated flags and the deactivation after a step (spec A8, C2).
+
+    A robot that acted and collided or reached its goal terminates and is deactivated (the
+    original's training loop deactivates it after storing its transition). At the step limit
+    every robot that acted is truncated (no terminal reward, A7). An environment is done when
+    no robot is left active or at the step limit. Slots that did not act report ``done``.
+    """
+    ended = events.collision | events.reach_goal
+    timeout = events.timeout.unsqueeze(-1)
+    acted = events.acted
+    deactivated = events.deactivated | (acted & ended)
+    still_active = scenario.robot_present & ~deactivated
+    return Termination(
+        done=~acted | timeout | ended,
+        terminated=acted & ended & ~timeout,
+        truncated=acted & timeout,
+        deactivated=deactivated,
+        env_done=events.timeout | ~still_active.any(dim=-1),
+        env_truncated=events.timeout,
+    )
+
+
+def cut_at_first_collision(
+    info: torch.Tensor,
+    still_active: torch.Tensor,
+    truncated: torch.Tensor,
+    env_done: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Evaluation rule (spec C4): an environment's episode ends at its first collision.
+
+    Args:
+        info: ``[E, R]`` int64 outcome codes of the step.
+        still_active: ``[E, R]`` bool, robots active after the step.
+        truncated: ``[E, R]`` bool, robots cut by the step limit.
+        env_done: ``[E]`` bool, environments whose episode ended by the simulator's rules.
+
+    Returns:
+        ``(truncated [E, R], env_done [E])``: robots still active in an environment where a
+        robot collided are truncated too, and that environment is done.
+    """
+    collided = (info == InfoState.COLLISION).any(dim=-1)
+    return truncated | (collided.unsqueeze(-1) & still_active), env_done | collided
+
+
+__all__ = [
+    "StepEvents",
+    "Termination",
+    "colregs_penalty",
+    "cut_at_first_collision",
+    "goal_distance",
+    "outcome_codes",
+    "progress_reward",
+    "reset_codes",
+    "step_limit_reached",
+    "step_reward",
+    "terminal_reward",
+    "terminate",
+]
