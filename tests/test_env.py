@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ from torchrl.collectors import Collector
 from torchrl.envs.utils import check_env_specs
 
 from marinenav.envs import MarineNavEnv
+from marinenav.envs.trail import TrailRecorder
 from marinenav.sim import InfoState
 from marinenav.sim.scenario_json import load_scenario_file
 from tests.reference_data import REFERENCE_DIR
@@ -235,3 +238,35 @@ def test_render_draws_the_environment(tmp_path: Path) -> None:
     assert (tmp_path / "frame.png").stat().st_size > 10_000
     assert len(np.unique(image.reshape(-1, 3), axis=0)) > 50  # not blank
     assert env.trail.trail().shape == (11, 3, 2)
+
+
+def test_envs_import_no_drawing_code() -> None:
+    """The environments load neither ``marinenav.viz`` nor matplotlib (drawing is imported only
+    by ``render``); a fresh interpreter, since this one may have loaded them already."""
+    code = (
+        "import sys\n"
+        "import marinenav.envs, marinenav.envs.pettingzoo_adapter\n"
+        "print(sorted({m.split('.')[0] if m.startswith('matplotlib') else m for m in sys.modules"
+        " if m.startswith(('matplotlib', 'marinenav.viz'))}))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
+
+
+def test_trail_recorder_keeps_the_current_episode_only() -> None:
+    """The trail holds the positions since the last reset of the drawn environment, one row per
+    step; ``marinenav.viz`` re-exports the same class."""
+    from marinenav.viz import TrailRecorder as VizTrailRecorder
+
+    assert VizTrailRecorder is TrailRecorder
+    env = MarineNavEnv(2, "continuous", num_robots=2, seed=0, render_env=1)
+    td = env.reset()
+    for _ in range(4):
+        td = env.rand_step(td)["next"]
+    assert env.trail.trail().shape == (5, 2, 2)
+    env.reset()
+    trail = env.trail.trail()
+    assert trail.shape == (1, 2, 2)
+    np.testing.assert_array_equal(trail[0], env.sim.state.pos[1].numpy())
+    with pytest.raises(ValueError, match="env_index"):
+        TrailRecorder(env.sim, 2)

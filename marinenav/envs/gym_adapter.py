@@ -30,11 +30,11 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from marinenav.envs.trail import TrailRecorder
 from marinenav.sim import MarineNavSimulator
 from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
 from marinenav.sim.perception import Observation
 from marinenav.sim.simulator import ActionKind
-from marinenav.viz import TrailRecorder, render_environment
 
 FLAT_OBSERVATION_DIM = SELF_STATE_DIM + MAX_OBJECTS * OBJECT_DIM + MAX_OBJECTS  # 37
 ENV_ID = "marinenav/MarineNav-v0"
@@ -174,7 +174,7 @@ class MarineNavVectorEnv(VectorEnv):
 
     def render(self) -> np.ndarray:
         """RGB image of the first simulated environment with its trajectories so far."""
-        return render_environment(self.sim, 0, trail=self._trail.trail())
+        return self._trail.render()
 
 
 class MarineNavSingleEnv(gym.Env):
@@ -225,7 +225,7 @@ class MarineNavSingleEnv(gym.Env):
         return flatten_observation(self.sim.observation)[0, 0].cpu().numpy()  # host: gymnasium
 
     def render(self) -> np.ndarray:
-        return render_environment(self.sim, 0, trail=self._trail.trail())
+        return self._trail.render()
 
 
 def register() -> None:

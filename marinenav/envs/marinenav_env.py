@@ -46,11 +46,12 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase, TransformedEnv
 
+from marinenav.envs.trail import TrailRecorder
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
 from marinenav.sim.curriculum import CurriculumSchedule
+from marinenav.sim.rules import cut_at_first_collision, reset_codes
 from marinenav.sim.simulator import ActionKind
-from marinenav.viz import TrailRecorder, render_environment
 
 GROUP = "agents"
 
@@ -232,10 +233,8 @@ class MarineNavEnv(EnvBase):
         sim = self.sim
         zeros = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
         empty = (~sim.scenario.robot_present).unsqueeze(-1)
-        info = torch.where(sim.scenario.robot_present, int(InfoState.NORMAL),
-                           int(InfoState.EMPTY_SLOT))  # fmt: skip
         return self._output(
-            active=sim.active, info=info,
+            active=sim.active, info=reset_codes(sim.scenario.robot_present),
             energy=torch.zeros_like(sim.state.theta).unsqueeze(-1),
             agent_flags=(empty, empty, torch.zeros_like(empty)), root_flags=(zeros, zeros, zeros),
         )  # fmt: skip
@@ -247,9 +246,9 @@ class MarineNavEnv(EnvBase):
         truncated = result.truncated
         env_done, env_truncated = result.env_done, result.env_truncated
         if self.end_on_collision:
-            collided = (result.info == InfoState.COLLISION).any(dim=-1)
-            truncated = truncated | (collided.unsqueeze(-1) & active_after)
-            env_done = env_done | collided
+            truncated, env_done = cut_at_first_collision(
+                result.info, active_after, truncated, env_done
+            )
         terminated = ~active_after & ~truncated
         agent_flags = (
             (terminated | truncated).unsqueeze(-1),
@@ -316,9 +315,7 @@ class MarineNavEnv(EnvBase):
     def render(self, path: str | None = None, **kwargs: Any):
         """An RGB image ``[H, W, 3]`` uint8 of environment ``render_env`` with its
         trajectories so far (and a PNG file if ``path``); see :mod:`marinenav.viz`."""
-        return render_environment(
-            self.sim, self.trail.env_index, trail=self.trail.trail(), path=path, **kwargs
-        )
+        return self.trail.render(path=path, **kwargs)
 
 
 def step_and_reset(

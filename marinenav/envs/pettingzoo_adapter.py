@@ -22,8 +22,8 @@ import torch
 from pettingzoo import ParallelEnv
 
 from marinenav.envs.gym_adapter import _simulator, _spaces, flatten_observation
+from marinenav.envs.trail import TrailRecorder
 from marinenav.sim.simulator import ActionKind
-from marinenav.viz import TrailRecorder, render_environment
 
 
 class MarineNavParallelEnv(ParallelEnv):
@@ -130,7 +130,7 @@ class MarineNavParallelEnv(ParallelEnv):
 
     def render(self) -> np.ndarray:
         """RGB image ``[H, W, 3]`` of the environment with its trajectories so far."""
-        return render_environment(self.sim, 0, trail=self._trail.trail())
+        return self._trail.render()
 
     def close(self) -> None:
         pass

@@ -1,6 +1,7 @@
 """Pictures for people (headless matplotlib): environment frames, recorded evaluation
 episodes (PNG frames, GIF), learning curves. Command line: ``python -m marinenav.viz``."""
 
+from marinenav.envs.trail import TrailRecorder  # lives in envs; re-exported for old imports
 from marinenav.viz.curves import (
     RunCurves,
     aggregate,
@@ -13,7 +14,6 @@ from marinenav.viz.episode import EpisodeRecording, record_episode, save_animati
 from marinenav.viz.frames import (
     CurrentField,
     FrameState,
-    TrailRecorder,
     current_speed_field,
     draw_environment,
     draw_frame,

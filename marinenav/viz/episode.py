@@ -22,6 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
+from marinenav.envs import MarineNavEnv
 from marinenav.sim import InfoState, Scenario
 from marinenav.viz.frames import (
     CurrentField,
@@ -144,8 +145,6 @@ def record_episode(
         robot_slots, obstacle_slots, core_slots: padding of the environment; default the
             scenario's counts.
     """
-    from marinenav.envs import MarineNavEnv  # here: marinenav.envs imports marinenav.viz
-
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     env = MarineNavEnv.from_scenarios(
