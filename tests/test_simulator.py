@@ -11,6 +11,15 @@ import torch
 
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.curriculum import CurriculumSchedule
+from marinenav.sim.rules import (
+    StepEvents,
+    outcome_codes,
+    step_limit_reached,
+    step_reward,
+    terminal_reward,
+    terminate,
+)
+from marinenav.sim.scenario import default_scenario
 from marinenav.sim.scenario_json import load_scenario_file
 from tests.reference_data import REFERENCE_DIR
 
@@ -379,3 +388,66 @@ def test_objects_beyond_range_are_not_seen() -> None:
     near["robots"]["perception"]["pos_std"] = [0.0]
     sim = MarineNavSimulator.from_scenarios([near], dtype=torch.float64)
     assert bool(sim.observation.objects_mask[0, 0, 0])  # 20.5 m <= 20 + 1
+
+
+def _events(**flags: list[list]) -> StepEvents:
+    """Step events of 3 environments x 4 robot slots (float64); unnamed flags are false."""
+    tensor = lambda key, kind: torch.tensor(flags[key], dtype=kind)  # noqa: E731
+    false = torch.zeros(3, 4, dtype=torch.bool)
+    return StepEvents(
+        acted=tensor("acted", torch.bool),
+        deactivated=tensor("deactivated", torch.bool) if "deactivated" in flags else false,
+        goal_distance_before=torch.full((3, 4), 20.0, dtype=torch.float64),
+        goal_distance_after=20.0 - tensor("progress", torch.float64),
+        apply_colregs=tensor("apply_colregs", torch.bool) if "apply_colregs" in flags else false,
+        turn_angle=tensor("turn_angle", torch.float64),
+        collision=tensor("collision", torch.bool),
+        reach_goal=tensor("reach_goal", torch.bool),
+        timeout=torch.tensor([False, True, False]),
+    )
+
+
+def test_rules_reward_outcome_and_termination_follow_the_spec() -> None:
+    """Spec A7 / A8 with hand-computed numbers. Env 0 (defaults): a normal step (+0.3 m), a
+    COLREGs turn of 0.5 rad still needed, collision and goal on one step (collision wins), a
+    goal. Env 1: the step limit (no terminal reward, every acting robot truncated), a robot
+    deactivated after reaching its goal and a padding slot. Env 2: its own constants."""
+    scenario = default_scenario(3, 4, 0, 0, dtype=torch.float64)
+    scenario.robot_present[:] = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0]]).bool()
+    scenario.collision_penalty[2] = -1.0
+    scenario.goal_reward[2] = 3.0
+    scenario.timestep_penalty[2] = -0.5
+    events = _events(
+        acted=[[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 0, 0]],
+        deactivated=[[0, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0]],
+        progress=[[0.3, 0.0, 0.0, 1.0], [0.2, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0]],
+        apply_colregs=[[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]],
+        turn_angle=[[0.0, 0.5, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]],
+        collision=[[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0]],
+        reach_goal=[[0, 0, 1, 1], [0, 0, 1, 0], [0, 1, 0, 0]],
+    )
+    expected_reward = torch.tensor(
+        [[0.2, -0.15, -5.1, 10.9], [0.0, -0.1, 0.0, 0.0], [-1.5, 3.0, 0.0, 0.0]],
+        dtype=torch.float64,
+    )
+    torch.testing.assert_close(step_reward(scenario, events), expected_reward)
+    torch.testing.assert_close(
+        terminal_reward(scenario, events)[:, :2],
+        torch.tensor([[0.0, 0.0], [0.0, 0.0], [-1.0, 3.0]], dtype=torch.float64),
+    )
+    I = InfoState  # noqa: E741
+    assert outcome_codes(scenario, events).tolist() == [
+        [I.NORMAL, I.NORMAL, I.COLLISION, I.REACH_GOAL],
+        [I.TOO_LONG_EPISODE, I.TOO_LONG_EPISODE, I.DEACTIVATED_AFTER_REACHING_GOAL, I.EMPTY_SLOT],
+        [I.COLLISION, I.REACH_GOAL, I.EMPTY_SLOT, I.EMPTY_SLOT],
+    ]
+    end = terminate(scenario, events)
+    assert end.done.tolist() == [[0, 0, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]]
+    assert end.terminated.tolist() == [[0, 0, 1, 1], [0, 0, 0, 0], [1, 1, 0, 0]]
+    assert end.truncated.tolist() == [[0, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]]
+    # a collision on the timeout step still deactivates (the trainer's rule, A8)
+    assert end.deactivated.tolist() == [[0, 0, 1, 1], [0, 1, 1, 0], [1, 1, 0, 0]]
+    assert end.env_done.tolist() == [False, True, True]
+    assert end.env_truncated.tolist() == [False, True, False]
+    steps = torch.tensor([999, 1000, 1001])
+    assert step_limit_reached(steps, 1000).tolist() == [False, True, True]
