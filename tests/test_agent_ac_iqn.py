@@ -88,7 +88,7 @@ def test_critic_step_moves_only_the_critic() -> None:
     targets = values(agent.loss_module.target_actor_params) + values(
         agent.loss_module.target_critic_params
     )
-    agent.update_critic(training_batch(32, "continuous"))
+    agent.critic_step(training_batch(32, "continuous"))
     assert unchanged(agent.actor, actor)
     assert not unchanged(agent.critic, critic)
     assert all(p.grad is None for p in agent.actor.parameters())  # the target actor has no grad
@@ -101,10 +101,10 @@ def test_critic_step_moves_only_the_critic() -> None:
 def test_actor_step_moves_only_the_actor_and_leaves_no_critic_gradient() -> None:
     agent = ACIQNAgent()
     batch = training_batch(32, "continuous")
-    agent.update_critic(batch)
+    agent.critic_step(batch)
     agent.optimizers["critic"].zero_grad(set_to_none=True)
     actor, critic = snapshot(agent.actor), snapshot(agent.critic)
-    agent.update_actor(batch)
+    agent.actor_step(batch)
     assert unchanged(agent.critic, critic)
     assert all(p.grad is None for p in agent.critic.parameters())
     assert not unchanged(agent.actor, actor)
@@ -118,7 +118,7 @@ def test_update_steps_the_critic_then_the_actor_against_the_updated_critic() -> 
     assert set(losses.keys()) == {"loss_critic", "loss_actor"}
     assert all(v.dim() == 0 and not v.requires_grad for v in losses.values())
     torch.manual_seed(0)
-    torch.testing.assert_close(losses["loss_critic"], second.update_critic(batch))
+    torch.testing.assert_close(losses["loss_critic"], second.critic_step(batch))
     torch.testing.assert_close(losses["loss_actor"], second.loss_module.actor_loss(batch))
 
 

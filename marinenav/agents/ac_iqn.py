@@ -36,7 +36,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase, TensorDictParams
 from torchrl.objectives import HardUpdate, LossModule
 
-from marinenav.agents.base import Agent, AgentConfig, check_batch
+from marinenav.agents.base import Agent, AgentConfig, PlannerCall, check_batch, make_adam
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.policy.networks import DeterministicActor, QuantileCritic
 from marinenav.policy.selectors import DeterministicSelector
@@ -153,6 +153,8 @@ class ACIQNAgent(Agent):
     name = "ac_iqn"
     action_kind = "continuous"
     config_class = ACIQNConfig
+    model_type = "AC_IQN"
+    export_outputs = ("action",)
     config: ACIQNConfig
 
     def __init__(self, config: ACIQNConfig | None = None) -> None:
@@ -166,20 +168,19 @@ class ACIQNAgent(Agent):
         )  # fmt: skip
         # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
         self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        # fused Adam keeps its step counters on the parameters' device: no per-step read-back
         self.optimizers = {
-            "actor": torch.optim.Adam(self.actor.parameters(), lr=cfg.lr, fused=True),
-            "critic": torch.optim.Adam(self.critic.parameters(), lr=cfg.lr, fused=True),
+            "actor": make_adam(self.actor.parameters(), cfg.lr),
+            "critic": make_adam(self.critic.parameters(), cfg.lr),
         }
         self.policy = PolicyWrapper(DeterministicSelector(self.actor), seed=cfg.seed)
 
-    def update_critic(self, batch: TensorDictBase) -> torch.Tensor:
+    def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
         """One critic step; returns the detached critic loss (0-dim)."""
         loss = self.loss_module.critic_loss(batch)
         self.step_optimizer("critic", loss, self.critic.parameters())
         return loss.detach()
 
-    def update_actor(self, batch: TensorDictBase) -> torch.Tensor:
+    def actor_step(self, batch: TensorDictBase) -> torch.Tensor:
         """One actor step against the current critic; returns the detached actor loss."""
         loss = self.loss_module.actor_loss(batch)
         self.step_optimizer("actor", loss, self.actor.parameters())
@@ -187,9 +188,10 @@ class ACIQNAgent(Agent):
 
     def update(self, batch: TensorDictBase) -> TensorDict:
         check_batch(batch, self.action_kind)
-        loss_critic = self.update_critic(batch)
-        loss_actor = self.update_actor(batch)
+        loss_critic = self.critic_step(batch)
+        loss_actor = self.actor_step(batch)
         return TensorDict({"loss_critic": loss_critic, "loss_actor": loss_actor}, batch_size=[])
 
-    def update_targets(self) -> None:
-        self.target_updater.step()
+    def export_network(self) -> PlannerCall:
+        """The actor: action ``(N, 2)`` in (-1, 1), the planner's action as it is."""
+        return PlannerCall(self.actor)

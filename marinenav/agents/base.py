@@ -1,5 +1,29 @@
-"""What every agent is: networks, a TorchRL ``LossModule``, optimisers, a target update, and a
-``PolicyWrapper`` for acting. One module per algorithm builds on this.
+"""What every agent is, and what it declares to the trainer and the exporter.
+
+An agent holds its networks, a TorchRL ``LossModule``, optimisers, a target update and a
+``PolicyWrapper`` for acting. Its class says what the rest of the library needs to know about
+it (capabilities on the class, as in BenchMARL's algorithm classes; the registry in
+:mod:`marinenav.agents` only maps names to classes):
+
+========================  ==========================================================================
+attribute / method        what it tells
+========================  ==========================================================================
+``name``                  registry name (``agent=<name>``)
+``action_kind``           ``"discrete"`` (25 indices) or ``"continuous"`` (``[2]`` in [-1, 1])
+``config_class``          the hyperparameter dataclass (Hydra schema of ``conf/agent/<name>.yaml``)
+``learning``              which learner the trainer builds (``training.learners.LEARNERS``)
+``epsilon_greedy``        whether the trainer drives ``policy.set_epsilon`` with its linear schedule
+``replay_options()``      the replay the ``"replay"`` learner builds (:class:`ReplayOptions`)
+``update(batch)``         one gradient step on every network; losses as 0-dim tensors
+``update_targets()``      hard target copy (the trainer calls it every ``target_update_interval``)
+``rng_state()``           the acting policy's random streams (checkpoints), ``load_rng_state``
+``model_type``            the original's file-name spelling (``traced_<model_type>_model.pt``)
+``export_outputs``        names of the exported module's outputs
+``export_extra_inputs``   exported inputs after the state tuple (IQN: ``("taus",)``)
+``export_network()``      the acting network in the C++ planner's calling convention (spec C7)
+``planner_action()``      the C++ planner's action rule on the exported outputs (a classmethod)
+``export_metadata()``     extra entries of the exported file's record (Rainbow: its support)
+========================  ==========================================================================
 
 Training batches are flat TensorDicts ``[B]`` of robot transitions (one robot, one step):
 
@@ -11,7 +35,7 @@ key                             shape            meaning
 ``"objects_mask"``              ``[B, 5]``       bool
 ``"action"``                    ``[B]`` / ``[B, 2]``  int64 index or the executed continuous action
 ``("next", "self_state")`` ...  as above         observation after the step
-``("next", "reward")``          ``[B, 1]``       reward (Rainbow: the n-step return)
+``("next", "reward")``          ``[B, 1]``       reward (n-step replay: the n-step return)
 ``("next", "terminated")``      ``[B, 1]``       bool: no bootstrapping from ``next``
 ``("next", "done")``            ``[B, 1]``       bool: terminated or truncated
 ``"discount"``                  ``[B, 1]``       optional: ``gamma ** n`` of an n-step return
@@ -23,7 +47,9 @@ stores timeouts as terminal, quirk A8; we implement the standard rule).
 
 ``update(batch)`` takes one gradient step on every network of the agent (the original's
 ``train()``), clipping each network's gradient norm to ``grad_clip_norm``, and returns the
-losses as a TensorDict of 0-dim tensors (never read back to the host here).
+losses as a TensorDict of 0-dim tensors (never read back to the host here); an agent with a
+prioritized replay adds ``"priority"`` ``[B]``, which the learner hands to the sampler. Agents
+with an actor and a critic step them with ``critic_step(batch)`` then ``actor_step(batch)``.
 """
 
 from __future__ import annotations
@@ -34,6 +60,7 @@ from typing import Any, ClassVar, Literal
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
+from torchrl.objectives.utils import TargetNetUpdater
 
 from marinenav.policy.wrapper import PolicyWrapper
 
@@ -51,19 +78,71 @@ class AgentConfig:
     normalize_observations: bool = False  # scale positions / 10 m, thrusts / 1000 N (not original)
 
 
+@dataclass(frozen=True)
+class ReplayOptions:
+    """The replay an off-policy agent learns from (built by the trainer's ``ReplayLearner``).
+
+    ``prioritized``: proportional prioritized sampling (the agent's ``update`` returns the new
+    priorities, already raised to its priority exponent, under ``"priority"``); ``beta``: the
+    importance-sampling exponent of that sampler (fixed); ``n_step``: per-robot n-step returns
+    when above 1 (transitions then carry ``"discount"``), one-step transitions otherwise.
+    """
+
+    prioritized: bool = False
+    beta: float = 0.4
+    n_step: int = 1
+
+    def __post_init__(self) -> None:
+        if self.n_step < 1:
+            raise ValueError(f"n_step must be at least 1, got {self.n_step}")
+        if self.beta < 0:
+            raise ValueError(f"beta must not be negative, got {self.beta}")
+
+
+class PlannerCall(nn.Module):
+    """An acting network in the C++ planner's calling convention (spec C7):
+    ``forward((self_state [N, 7], object_states [N, 5, 5], object_masks [N, 5]))`` calls
+    ``network(self_state, object_states, object_masks)``."""
+
+    def __init__(self, network: nn.Module) -> None:
+        super().__init__()
+        self.network = network
+
+    def forward(self, x: tuple[torch.Tensor, torch.Tensor, torch.Tensor]):
+        self_state, object_states, object_masks = x
+        return self.network(self_state, object_states, object_masks)
+
+
+def planner_output(outputs: Any) -> torch.Tensor:
+    """The one output tensor of an exported module (also from a 1-tuple or list, e.g. ONNX
+    Runtime's result; NumPy arrays are taken as tensors)."""
+    if isinstance(outputs, (tuple, list)):
+        if len(outputs) != 1:
+            raise ValueError(f"expected one output, got {len(outputs)}")
+        outputs = outputs[0]
+    return torch.as_tensor(outputs)
+
+
 class Agent(nn.Module):
-    """Base class. Subclasses set the class attributes and build, in ``__init__``:
-    ``self.policy`` (a :class:`PolicyWrapper` over the online acting network),
+    """Base class. Subclasses set the class attributes (see the module docstring) and build, in
+    ``__init__``: ``self.policy`` (a :class:`PolicyWrapper` over the online acting network),
     ``self.loss_module`` (a TorchRL ``LossModule`` holding online and target parameters),
-    ``self.optimizers`` (name -> optimiser) and implement :meth:`update` and
-    :meth:`update_targets`."""
+    ``self.optimizers`` (name -> optimiser, from :func:`make_adam`), ``self.target_updater``
+    (TorchRL's ``HardUpdate`` over the loss module, or none) and implement :meth:`update`,
+    :meth:`export_network` and, where the default rule does not fit, :meth:`planner_action`."""
 
     name: ClassVar[str]
     action_kind: ClassVar[Literal["discrete", "continuous"]]
     config_class: ClassVar[type[AgentConfig]] = AgentConfig
+    learning: ClassVar[str] = "replay"
+    epsilon_greedy: ClassVar[bool] = True
+    model_type: ClassVar[str]
+    export_outputs: ClassVar[tuple[str, ...]]
+    export_extra_inputs: ClassVar[tuple[str, ...]] = ()
 
     policy: PolicyWrapper
     optimizers: dict[str, torch.optim.Optimizer]
+    target_updater: TargetNetUpdater | None = None
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         super().__init__()
@@ -74,13 +153,20 @@ class Agent(nn.Module):
                 f"got {type(self.config).__name__}"
             )
 
+    # ------------------------------------------------------------------ learning
+    def replay_options(self) -> ReplayOptions:
+        """The replay this agent learns from: uniform, one-step transitions by default."""
+        return ReplayOptions()
+
     def update(self, batch: TensorDictBase) -> TensorDict:
         """One gradient step on every network; returns detached losses (0-dim tensors)."""
         raise NotImplementedError
 
     def update_targets(self) -> None:
-        """Copy the online parameters into the target networks (tau = 1)."""
-        raise NotImplementedError
+        """Copy the online parameters into the target networks (``target_updater``; nothing
+        for an agent without targets)."""
+        if self.target_updater is not None:
+            self.target_updater.step()
 
     def step_optimizer(self, name: str, loss: torch.Tensor, parameters) -> None:
         """Backward, clip the gradient norm of ``parameters`` and step optimiser ``name``."""
@@ -90,6 +176,7 @@ class Agent(nn.Module):
         torch.nn.utils.clip_grad_norm_(parameters, self.config.grad_clip_norm)
         optimizer.step()
 
+    # ------------------------------------------------------------------ checkpoints
     def training_state_dict(self) -> dict[str, Any]:
         """Networks (online and target) and optimiser states, for checkpoints."""
         return {
@@ -101,6 +188,43 @@ class Agent(nn.Module):
         self.load_state_dict(state["modules"])
         for name, optimizer in self.optimizers.items():
             optimizer.load_state_dict(state["optimizers"][name])
+
+    def rng_state(self) -> dict[str, Any]:
+        """The acting policy's random streams (exploration draws), one per device it has acted
+        on: ``{str(device): generator state}`` (the layout of older checkpoints'
+        ``"policy_generators"``)."""
+        generators = self.policy._generators  # the wrapper's streams, made on first use
+        return {str(device): g.get_state() for device, g in generators.items()}
+
+    def load_rng_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`rng_state`."""
+        for device, generator_state in state.items():
+            self.policy.generator(torch.device(device)).set_state(generator_state)
+
+    # ------------------------------------------------------------------ export (spec C7)
+    def export_network(self) -> nn.Module:
+        """The live acting network in the C++ planner's calling convention (e.g.
+        ``PlannerCall(self.actor)``); :mod:`marinenav.export` copies it to float64 on the CPU
+        and traces it. Not registered on the agent (its state dict stays as it is)."""
+        raise NotImplementedError
+
+    @classmethod
+    def planner_action(cls, outputs: Any, **options: Any) -> torch.Tensor:
+        """The C++ planner's action from the exported module's ``outputs`` (tensors or NumPy
+        arrays, any leading batch ``[...]``): here the output itself for continuous agents
+        (``[..., 2]`` in (-1, 1)) and the argmax of the action values for discrete ones (int64
+        ``[...]``). A rule that needs options names them as keyword parameters, and callers
+        (``marinenav.export.planner_action``, the planner loader) pass an option only to a rule
+        that names it: the file's :meth:`export_metadata` entries (Rainbow's ``v_min``,
+        ``v_max``) and, for a sampling planner, ``noise`` (standard-normal draws shaped like the
+        first output)."""
+        values = planner_output(outputs)
+        return values.clone() if cls.action_kind == "continuous" else values.argmax(dim=-1)
+
+    def export_metadata(self) -> dict[str, Any]:
+        """Extra entries of the exported file's ``marinenav_export.json`` record (JSON values);
+        the planner loader hands those that :meth:`planner_action` names back to it."""
+        return {}
 
 
 def make_adam(parameters, lr: float) -> torch.optim.Adam:

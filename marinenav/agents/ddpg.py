@@ -45,7 +45,14 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torchrl.objectives import DDPGLoss, HardUpdate, ValueEstimators
 
-from marinenav.agents.base import OBSERVATION_KEYS, Agent, AgentConfig, check_batch
+from marinenav.agents.base import (
+    OBSERVATION_KEYS,
+    Agent,
+    AgentConfig,
+    PlannerCall,
+    check_batch,
+    make_adam,
+)
 from marinenav.policy.networks import DeterministicActor, QCritic
 from marinenav.policy.selectors import DeterministicSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -63,6 +70,8 @@ class DDPGAgent(Agent):
     name = "ddpg"
     action_kind = "continuous"
     config_class = DDPGConfig
+    model_type = "DDPG"
+    export_outputs = ("action",)
 
     def __init__(self, config: DDPGConfig | None = None) -> None:
         super().__init__(config)
@@ -84,8 +93,8 @@ class DDPGAgent(Agent):
         # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
         self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
         self.optimizers = {
-            "critic": torch.optim.Adam(self.critic.parameters(), lr=cfg.lr, fused=True),
-            "actor": torch.optim.Adam(self.actor.parameters(), lr=cfg.lr, fused=True),
+            "critic": make_adam(self.critic.parameters(), cfg.lr),
+            "actor": make_adam(self.actor.parameters(), cfg.lr),
         }
         self.policy = PolicyWrapper(DeterministicSelector(self.actor), seed=cfg.seed)
 
@@ -107,5 +116,6 @@ class DDPGAgent(Agent):
         loss_actor = self.actor_step(batch)
         return TensorDict({"loss_critic": loss_critic, "loss_actor": loss_actor}, batch_size=[])
 
-    def update_targets(self) -> None:
-        self.target_updater.step()
+    def export_network(self) -> PlannerCall:
+        """The actor: action ``(N, 2)`` in (-1, 1), the planner's action as it is."""
+        return PlannerCall(self.actor)

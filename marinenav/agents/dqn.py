@@ -18,7 +18,14 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 from torchrl.modules import QValueModule
 from torchrl.objectives import DQNLoss, HardUpdate, ValueEstimators
 
-from marinenav.agents.base import OBSERVATION_KEYS, Agent, AgentConfig, check_batch, make_adam
+from marinenav.agents.base import (
+    OBSERVATION_KEYS,
+    Agent,
+    AgentConfig,
+    PlannerCall,
+    check_batch,
+    make_adam,
+)
 from marinenav.policy.networks import QNetwork
 from marinenav.policy.selectors import GreedyQSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -30,9 +37,13 @@ class DQNConfig(AgentConfig):
 
 
 class DQNAgent(Agent):
+    """DQN agent (discrete actions). ``update(batch)`` returns ``{"loss_q": 0-dim}``."""
+
     name = "dqn"
     action_kind = "discrete"
     config_class = DQNConfig
+    model_type = "DQN"
+    export_outputs = ("q_values",)
 
     def __init__(self, config: DQNConfig | None = None) -> None:
         super().__init__(config)
@@ -60,5 +71,6 @@ class DQNAgent(Agent):
         self.step_optimizer("q", losses["loss"], self.network.parameters())
         return TensorDict({"loss_q": losses["loss"].detach()}, batch_size=[])
 
-    def update_targets(self) -> None:
-        self.target_updater.step()
+    def export_network(self) -> PlannerCall:
+        """The Q-network: Q-values ``(N, 25)``; the planner takes their argmax."""
+        return PlannerCall(self.network)

@@ -22,12 +22,14 @@ unlike the original, which stores them as terminal (quirk A8).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase, TensorDictParams
+from torch import nn
 from torchrl.objectives import HardUpdate, LossModule
 
-from marinenav.agents.base import Agent, AgentConfig, check_batch
+from marinenav.agents.base import Agent, AgentConfig, check_batch, make_adam, planner_output
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.policy.networks import ImplicitQuantileNetwork
 from marinenav.policy.selectors import QuantileSelector
@@ -130,12 +132,31 @@ class IQNLoss(LossModule):
         return TensorDict({"loss": loss}, batch_size=[])
 
 
+class QuantilePlannerCall(nn.Module):
+    """The IQN network in the C++ planner's calling convention (spec C7):
+    ``forward((self_state, object_states, object_masks), taus [N, K])`` -> quantiles
+    ``[N, K, 25]`` (the planner draws K = 32 fractions ``taus ~ U(0, 1)``)."""
+
+    def __init__(self, network: ImplicitQuantileNetwork) -> None:
+        super().__init__()
+        self.network = network
+
+    def forward(
+        self, x: tuple[torch.Tensor, torch.Tensor, torch.Tensor], taus: torch.Tensor
+    ) -> torch.Tensor:
+        self_state, object_states, object_masks = x
+        return self.network(self_state, object_states, object_masks, taus)
+
+
 class IQNAgent(Agent):
     """IQN agent (discrete actions). ``update(batch)`` returns ``{"loss_q": 0-dim}``."""
 
     name = "iqn"
     action_kind = "discrete"
     config_class = IQNConfig
+    model_type = "IQN"
+    export_outputs = ("quantiles",)
+    export_extra_inputs = ("taus",)
     config: IQNConfig
 
     def __init__(self, config: IQNConfig | None = None) -> None:
@@ -148,8 +169,7 @@ class IQNAgent(Agent):
         )  # fmt: skip
         # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
         self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        # fused Adam keeps its step counter on the parameters' device: no per-step read-back
-        self.optimizers = {"q": torch.optim.Adam(self.network.parameters(), lr=cfg.lr, fused=True)}
+        self.optimizers = {"q": make_adam(self.network.parameters(), cfg.lr)}
         self.policy = PolicyWrapper(
             QuantileSelector(self.network, num_tau=cfg.num_tau_act), seed=cfg.seed
         )
@@ -160,5 +180,10 @@ class IQNAgent(Agent):
         self.step_optimizer("q", loss, self.network.parameters())
         return TensorDict({"loss_q": loss.detach()}, batch_size=[])
 
-    def update_targets(self) -> None:
-        self.target_updater.step()
+    def export_network(self) -> QuantilePlannerCall:
+        return QuantilePlannerCall(self.network)
+
+    @classmethod
+    def planner_action(cls, outputs: Any, **options: Any) -> torch.Tensor:
+        """Argmax over the 25 actions of the mean of the quantiles ``[..., K, 25]``."""
+        return planner_output(outputs).mean(dim=-2).argmax(dim=-1)

@@ -40,10 +40,11 @@ Hyperparameters (:class:`RainbowConfig`, B7 / B9): 51 atoms, support ``[-75, 50]
 ``std_init = 0.05``, ``n = 3``, gamma 0.99, priority exponent 0.5, importance exponent
 ``beta = 0.4`` (fixed; used by the replay sampler), Adam 1e-4, clip 0.5, seed 100.
 
-Replay: ``"priority"`` already carries the exponent (``loss ** 0.5``, the original's stored
-mass), so the prioritized sampler must use it as is:
-``DevicePrioritizedSampler(capacity, alpha=1.0, beta=config.importance_beta)``
-(``marinenav.training.prioritized``); ``alpha=0.5`` there would sample by ``loss ** 0.25``.
+Replay (:meth:`RainbowAgent.replay_options`: prioritized, ``beta = importance_beta``,
+``n_step``): ``"priority"`` already carries the exponent (``loss ** 0.5``, the original's stored
+mass), so the trainer's replay learner builds the prioritized sampler with ``alpha = 1``
+(``DevicePrioritizedSampler(capacity, alpha=1.0, beta=config.importance_beta)``,
+``marinenav.training.prioritized``); ``alpha=0.5`` there would sample by ``loss ** 0.25``.
 
 Deviations from the original (standard Rainbow instead of its quirks):
 
@@ -65,7 +66,9 @@ Deviations from the original (standard Rainbow instead of its quirks):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -75,7 +78,15 @@ from torch import nn
 from torchrl.modules import NoisyLinear as TorchRLNoisyLinear
 from torchrl.objectives import HardUpdate, LossModule
 
-from marinenav.agents.base import Agent, AgentConfig, check_batch, make_adam
+from marinenav.agents.base import (
+    Agent,
+    AgentConfig,
+    PlannerCall,
+    ReplayOptions,
+    check_batch,
+    make_adam,
+    planner_output,
+)
 from marinenav.policy.networks import FEATURES, HIDDEN, ObservationEncoder, seeded
 from marinenav.policy.selectors import ActionSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -334,14 +345,34 @@ class DistributionalSelector(ActionSelector):
         return self.network.expected_value(log_probs).argmax(dim=-1)
 
 
+class MeanProbabilities(nn.Module):
+    """Atom probabilities ``[..., 25, atoms]`` of a :class:`RainbowNetwork` with the noisy
+    layers' mean weights (what the exported planner computes)."""
+
+    def __init__(self, network: RainbowNetwork) -> None:
+        super().__init__()
+        self.network = network
+
+    def forward(self, self_state, objects, objects_mask) -> torch.Tensor:
+        return self.network(self_state, objects, objects_mask, noise=False).exp()
+
+
+@functools.cache
+def _planner_support(v_min: float, v_max: float, atoms: int, dtype: torch.dtype) -> torch.Tensor:
+    """``linspace(v_min, v_max, atoms)`` on the CPU, made once per support (never written)."""
+    return torch.linspace(v_min, v_max, atoms, dtype=dtype)
+
+
 class RainbowAgent(Agent):
     """Rainbow (B7). ``update(batch)`` resamples the online and target noise, takes one Adam
-    step on the C51 loss and returns ``{"loss_q": 0-dim, "priority": [B]}`` (detached; feed
-    ``priority`` to the prioritized replay at the batch's ``"index"``)."""
+    step on the C51 loss and returns ``{"loss_q": 0-dim, "priority": [B]}`` (detached; the
+    learner feeds ``priority`` to the prioritized replay at the batch's ``"index"``)."""
 
     name = "rainbow"
     action_kind = "discrete"
     config_class = RainbowConfig
+    model_type = "Rainbow"  # the original ships no Rainbow file: its trainer's spelling
+    export_outputs = ("probabilities",)
 
     def __init__(self, config: RainbowConfig | None = None) -> None:
         super().__init__(config)
@@ -360,6 +391,12 @@ class RainbowAgent(Agent):
         self.policy = PolicyWrapper(DistributionalSelector(self.network), seed=cfg.seed)
         self._noise_seed = cfg.seed + 1  # the update noise stream, apart from the policy's
         self._generators: dict[torch.device, torch.Generator] = {}
+
+    def replay_options(self) -> ReplayOptions:
+        """Prioritized (``update`` returns ``loss ** priority_exponent``, so the sampler uses
+        the priorities as they are) with per-robot ``n_step`` returns."""
+        cfg = self.config
+        return ReplayOptions(prioritized=True, beta=cfg.importance_beta, n_step=cfg.n_step)
 
     def noise_generator(self, device: torch.device) -> torch.Generator:
         """The random stream of the update noise on ``device`` (made once per device)."""
@@ -389,8 +426,29 @@ class RainbowAgent(Agent):
             {"loss_q": losses["loss"].detach(), "priority": losses["priority"]}, batch_size=[]
         )
 
-    def update_targets(self) -> None:
-        self.target_updater.step()
+    def export_network(self) -> PlannerCall:
+        """Atom probabilities ``(N, 25, atoms)`` with the mean weights (no noise)."""
+        return PlannerCall(MeanProbabilities(self.network))
+
+    def export_metadata(self) -> dict[str, Any]:
+        """The support the planner needs: ``atoms``, ``v_min``, ``v_max``."""
+        network = self.network
+        return {"atoms": int(network.atoms), "v_min": network.v_min, "v_max": network.v_max}
+
+    @classmethod
+    def planner_action(
+        cls,
+        outputs: Any,
+        *,
+        v_min: float = RainbowConfig.v_min,
+        v_max: float = RainbowConfig.v_max,
+        **options: Any,
+    ) -> torch.Tensor:
+        """Argmax of ``sum_z z p`` on the support ``linspace(v_min, v_max, atoms)`` (default
+        this repo's [-75, 50]; the original planner's is [-1, 1])."""
+        probs = planner_output(outputs)
+        support = _planner_support(float(v_min), float(v_max), probs.shape[-1], probs.dtype)
+        return (probs * support.to(probs.device)).sum(dim=-1).argmax(dim=-1)
 
 
 def parameter_count(network: nn.Module) -> int:
@@ -400,6 +458,7 @@ def parameter_count(network: nn.Module) -> int:
 
 __all__ = [
     "DistributionalSelector",
+    "MeanProbabilities",
     "NoisyLinear",
     "RainbowAgent",
     "RainbowConfig",

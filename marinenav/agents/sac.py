@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -70,7 +71,14 @@ from torch.distributions import Distribution, constraints
 from torchrl.modules import ProbabilisticActor
 from torchrl.objectives import HardUpdate, SACLoss, ValueEstimators
 
-from marinenav.agents.base import OBSERVATION_KEYS, Agent, AgentConfig, check_batch
+from marinenav.agents.base import (
+    OBSERVATION_KEYS,
+    Agent,
+    AgentConfig,
+    PlannerCall,
+    check_batch,
+    make_adam,
+)
 from marinenav.policy.networks import GaussianActor, QCritic, squash
 from marinenav.policy.selectors import GaussianSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -159,6 +167,8 @@ class SACAgent(Agent):
     name = "sac"
     action_kind = "continuous"
     config_class = SACConfig
+    model_type = "SAC"
+    export_outputs = ("mu", "log_sigma")
 
     def __init__(self, config: SACConfig | None = None) -> None:
         super().__init__(config)
@@ -191,13 +201,11 @@ class SACAgent(Agent):
         _ = self.loss_module.target_entropy  # registers the lazy buffer now (stable state_dict)
         self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
         self.optimizers = {
-            "critics": torch.optim.Adam(self.critic_parameters(), lr=cfg.lr, fused=True),
-            "actor": torch.optim.Adam(self.actor.parameters(), lr=cfg.lr, fused=True),
+            "critics": make_adam(self.critic_parameters(), cfg.lr),
+            "actor": make_adam(self.actor.parameters(), cfg.lr),
         }
         if cfg.learn_alpha:
-            self.optimizers["alpha"] = torch.optim.Adam(
-                [self.loss_module.log_alpha], lr=cfg.lr, fused=True
-            )
+            self.optimizers["alpha"] = make_adam([self.loss_module.log_alpha], cfg.lr)
         self.policy = PolicyWrapper(GaussianSelector(self.actor), seed=cfg.seed)
 
     def critic_parameters(self) -> list[nn.Parameter]:
@@ -266,5 +274,19 @@ class SACAgent(Agent):
             batch_size=[],
         )
 
-    def update_targets(self) -> None:
-        self.target_updater.step()
+    def export_network(self) -> PlannerCall:
+        """The actor: ``(mu (N, 2), log_sigma (N, 2))`` of the pre-squash Gaussian (no sampling
+        or squashing in the exported module)."""
+        return PlannerCall(self.actor)
+
+    @classmethod
+    def planner_action(
+        cls, outputs: Any, *, noise: torch.Tensor | None = None, **options: Any
+    ) -> torch.Tensor:
+        """The planner's ``(2/pi) atan(mu + exp(log_sigma) * noise)`` ``[..., 2]`` from
+        ``(mu [..., 2], log_sigma [..., 2])``; without ``noise`` (standard-normal draws
+        ``[..., 2]``), ``(2/pi) atan(mu)``: the deterministic action the ``PolicyWrapper``
+        evaluates with."""
+        mu, log_sigma = (torch.as_tensor(x) for x in outputs)
+        z = mu if noise is None else mu + log_sigma.exp() * torch.as_tensor(noise).to(mu)
+        return squash(z)
