@@ -38,6 +38,7 @@ def measure(agent: str, num_envs: int, device: str, seconds: float, ratio: float
         cfg = compose(config_name="config", overrides=[
             f"agent={agent}", f"env.num_envs={num_envs}", f"device={device}",
             "logger.progress_bar=false", "training.replay_capacity=200000",
+            "training.learning_starts=0",
             f"training.updates_per_timestep={ratio}",
         ])  # fmt: skip
     rows = []
@@ -60,7 +61,8 @@ def measure(agent: str, num_envs: int, device: str, seconds: float, ratio: float
 
         def tier_train() -> None:
             trainer.step_environments()
-            trainer.learn(num_envs * ratio)
+            trainer.timesteps += num_envs
+            trainer.learn()  # updates_per_timestep = ratio
 
         for name, step in (("env", tier_env), ("env+policy", tier_policy), ("train", tier_train)):
             step()

@@ -77,3 +77,37 @@ def test_a_truncated_checkpoint_is_one_line_naming_the_file(
     assert exit_status.value.code == 2
     err = capsys.readouterr().err
     assert err.splitlines()[-1].startswith(f"python -m marinenav.export: error: {truncated} is not")
+
+
+def _in_the_older_layout(state: dict) -> dict:
+    """A checkpoint as written before the learner contract: the replay learner's state at the
+    top and among the counters, the acting streams under ``policy_generators``."""
+    learner = state.pop("learner")
+    state["replay"], state["nstep"] = learner["replay"], learner["nstep"]
+    state["counters"]["pending_updates"] = learner["pending_updates"]
+    state["policy_generators"] = state.pop("agent_rng")
+    return state
+
+
+def test_a_checkpoint_in_the_older_layout_resumes_to_the_same_end(tmp_path: Path) -> None:
+    # Rainbow: prioritized replay and n-step windows, the most learner state to carry over
+    straight = Trainer(tiny_config("agent=rainbow", "training.total_timesteps=80"), tmp_path / "a")
+    straight.train()
+    older = tmp_path / "older"
+    older.mkdir()
+    state = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)
+    assert state["learner"]["nstep"] is not None and state["learner"]["pending_updates"] == 0.5
+    torch.save(_in_the_older_layout(state), older / "checkpoint.pt")
+    ends = []
+    for run in (tmp_path / "a", older):
+        trainer = Trainer(tiny_config("agent=rainbow", "resume=true"), run)
+        assert trainer.learner.pending_updates == 0.5 and trainer.learner.timesteps == 80
+        trainer.train()
+        ends.append(trainer)
+    first, second = ends
+    assert (first.timesteps, first.updates) == (second.timesteps, second.updates) == (160, 30)
+    assert torch.equal(first.learner.replay.count, second.learner.replay.count)
+    for (name, a), (_, b) in zip(
+        first.agent.state_dict().items(), second.agent.state_dict().items(), strict=True
+    ):
+        assert torch.equal(a, b), name

@@ -94,9 +94,10 @@ def test_sigkill_at_random_moments_and_during_writes_resumes_exactly(tmp_path: P
     assert final["evaluations"] == expected["evaluations"]
     lines = (run_dir / "evaluations.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in lines] == json.loads(json.dumps(expected["evaluations"]))
-    assert torch.equal(final["replay"]["count"], expected["replay"]["count"])
-    for key, value in expected["replay"]["storage"].items(True, True):
-        torch.testing.assert_close(final["replay"]["storage"].get(key), value, msg=str(key))
+    replay, expected_replay = final["learner"]["replay"], expected["learner"]["replay"]
+    assert torch.equal(replay["count"], expected_replay["count"])
+    for key, value in expected_replay["storage"].items(True, True):
+        torch.testing.assert_close(replay["storage"].get(key), value, msg=str(key))
     for name, value in expected["agent"]["modules"].items():
         torch.testing.assert_close(final["agent"]["modules"][name], value, msg=name)
     assert not (run_dir / "checkpoint.pt.tmp").exists()

@@ -78,7 +78,7 @@ def test_train_evaluate_checkpoint_resume(agent: str, tmp_path: Path) -> None:
         trainer.agent.state_dict().items(), resumed.agent.state_dict().items(), strict=True
     ):
         assert torch.equal(a, b), name
-    assert torch.equal(resumed.replay.count, trainer.replay.count)
+    assert torch.equal(resumed.learner.replay.count, trainer.learner.replay.count)
     torch.testing.assert_close(resumed.env.sim.state.pos, trainer.env.sim.state.pos)
     resumed.train()
     assert resumed.timesteps == 200 and resumed.updates == trainer.updates + 10
@@ -105,7 +105,7 @@ def test_a_killed_run_resumes_to_the_same_counters(tmp_path: Path, monkeypatch) 
     assert resumed.timesteps == 80  # the last checkpoint
     resumed.train()
     assert (resumed.timesteps, resumed.updates) == (straight.timesteps, straight.updates)
-    assert int(resumed.replay.count) == int(straight.replay.count)
+    assert int(resumed.learner.replay.count) == int(straight.learner.replay.count)
     assert [e["timestep"] for e in resumed.evaluations] == [80, 160]
     # the resumed run continues the same random streams: same data, same parameters
     for (name, a), (_, b) in zip(
@@ -120,12 +120,11 @@ def test_checkpoint_holds_only_the_filled_replay(agent: str, tmp_path: Path) -> 
     trainer = Trainer(tiny_config(f"agent={agent}", "training.replay_capacity=1000000"), tmp_path)
     trainer.train()
     state = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
-    filled = int(trainer.replay.count)
+    filled = int(trainer.learner.replay.count)
     assert 0 < filled < 1000
-    assert state["replay"]["storage"].shape[0] == filled
-    replay_bytes = sum(
-        v.numel() * v.element_size() for v in state["replay"]["storage"].values(True, True)
-    )
+    replay = state["learner"]["replay"]
+    assert replay["storage"].shape[0] == filled
+    replay_bytes = sum(v.numel() * v.element_size() for v in replay["storage"].values(True, True))
     assert replay_bytes < 1_000_000
     agent_bytes = sum(
         v.numel() * v.element_size() for v in state["agent"]["modules"].values()
@@ -138,15 +137,20 @@ def test_checkpoint_holds_only_the_filled_replay(agent: str, tmp_path: Path) -> 
 def test_training_steps_make_no_host_read_back(agent: str, tmp_path: Path) -> None:
     cfg = tiny_config(f"agent={agent}", "env.num_envs=4", "env.max_episode_steps=20")
     trainer = Trainer(cfg, tmp_path)
-    trainer.timesteps = cfg.training.learning_starts
-    for _ in range(10):  # fill the replay first
+
+    def batched_step() -> None:  # what the training loop does per batched step
         trainer.step_environments()
+        trainer.timesteps += cfg.env.num_envs
+        trainer.learn()
+
+    for _ in range(10):  # fill the replay up to learning_starts (40 timesteps) first
+        batched_step()
+    updates = trainer.updates
     with count_read_backs() as counts:
         for _ in range(200):
-            trainer.step_environments()
-            trainer.learn(1.0)
+            batched_step()
     assert sum(counts.values()) == 0, dict(counts)
-    assert trainer.updates == 200
+    assert trainer.updates == updates + 200  # 0.25 per timestep, 4 timesteps per step
     with count_read_backs() as counts:
         trainer.log_metrics(1.0, None)
     assert counts["tolist"] == 1 and sum(counts.values()) == 1  # one transfer per interval

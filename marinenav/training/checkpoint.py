@@ -1,8 +1,10 @@
 """Reading trained agents back from a run: ``load_agent(path)``.
 
 A run directory (``hydra.run.dir``) holds ``checkpoint.pt`` (written by the trainer: config,
-agent networks and optimisers, replay, simulator state, counters) and ``eval_configs.json``
-(the fixed evaluation set in the original's layout).
+agent networks and optimisers, the agent's acting random streams, the learner's state (replay,
+n-step windows, update counters), simulator state, counters) and ``eval_configs.json`` (the fixed
+evaluation set in the original's layout). Older checkpoints are read in today's layout
+(:func:`current_layout`).
 
 Checkpoints are written atomically (:func:`write_checkpoint`): to a temporary file beside the
 old one, flushed to disk, read back, and only then renamed over it, so a crash at any moment
@@ -54,6 +56,25 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> dic
         raise _unreadable(path, error) from error
     if not isinstance(state, dict) or "config" not in state or "agent" not in state:
         raise CheckpointError(f"{path} is not a marinenav checkpoint (no config or agent)")
+    return current_layout(state)
+
+
+def current_layout(state: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint dict in today's layout. Checkpoints written before the learner contract
+    kept the replay learner's state at the top (``"replay"``, ``"nstep"``, and
+    ``"pending_updates"`` among the counters) and the acting policy's streams under
+    ``"policy_generators"``; they move to ``"learner"`` (with the timestep count the learner
+    last saw: the checkpoint's) and ``"agent_rng"``. Today's checkpoints pass unchanged."""
+    if "learner" not in state and "replay" in state:
+        counters = state["counters"]
+        state["learner"] = {
+            "replay": state.pop("replay"),
+            "nstep": state.pop("nstep", None),
+            "timesteps": counters["timesteps"],
+            "pending_updates": counters.pop("pending_updates"),
+        }
+    if "agent_rng" not in state and "policy_generators" in state:
+        state["agent_rng"] = state.pop("policy_generators")
     return state
 
 

@@ -91,7 +91,7 @@ class CheckpointConf:
 
 @dataclass
 class TrainConfig:
-    agent: Any = MISSING  # the agent group (agent=ac_iqn|iqn|ddpg|dqn|sac|rainbow)
+    agent: Any = MISSING  # the agent group (agent=<name>, a name of marinenav.agents.AGENT_NAMES)
     env: EnvConf = field(default_factory=EnvConf)
     curriculum: CurriculumConf = field(default_factory=CurriculumConf)
     logger: LoggerConf = field(default_factory=LoggerConf)
@@ -116,7 +116,7 @@ def agent_schema(name: str) -> type:
 
 def register_configs() -> None:
     """Register the schemas with Hydra's ConfigStore (idempotent). They live in a ``schema/``
-    group of their own, so they are never offered as choices (``agent=ac_iqn_schema``); the
+    group of their own, so they are never offered as choices (``agent=<name>_schema``); the
     yaml files start from them with ``/schema/<group>/<name>@_here_``."""
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)

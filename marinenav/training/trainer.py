@@ -1,16 +1,18 @@
 """The training loop (spec C2), batched over environments and kept on one device.
 
-Per batched step: epsilon from the schedule (host arithmetic on the host step counter), act
-with the agent's ``PolicyWrapper``, step every environment and restart the finished ones
-(``MarineNavEnv.step_and_reset``, no host read), store the transitions of the robots that
-acted in the device replay, and take ``updates_per_timestep * E`` gradient updates (carried
-over as a fraction). Target copies, evaluations, checkpoints and metric read-backs happen when
-the timestep counter crosses their intervals. Metrics are accumulated as device tensors and
-read back once per logging interval.
+Per batched step: epsilon from the schedule (host arithmetic on the host step counter; for
+agents whose class says ``epsilon_greedy``), act with the agent's ``PolicyWrapper``, step every
+environment and restart the finished ones (``MarineNavEnv.step_and_reset``, no host read), and
+hand the step to the agent's *learner* (``marinenav.training.learners``: the one its class
+attribute ``learning`` names), which stores what it needs and takes the gradient updates due.
+Target copies (``agent.update_targets()``), evaluations, checkpoints and metric read-backs
+happen when the timestep counter crosses their intervals. Metrics are accumulated as device
+tensors and read back once per logging interval. The trainer knows agents only through that
+contract (``marinenav.agents.base``), never by name.
 
 Deviations from the original trainer (documented in ``docs/training.md``): timeouts are
 truncations (bootstrapped), many environments run in parallel (so an interval may be crossed in
-the middle of a batched step and is handled at its end), Rainbow uses per-robot n-step returns.
+the middle of a batched step and is handled at its end), n-step returns are per robot.
 """
 
 from __future__ import annotations
@@ -39,10 +41,9 @@ from marinenav.sim import InfoState
 from marinenav.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, write_checkpoint
 from marinenav.training.config import evaluation_layout, schedule_of, validate
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
+from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar
-from marinenav.training.replay import RobotReplay
 
-TRANSITION_KEYS = ("self_state", "objects", "objects_mask")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
 
 
@@ -124,19 +125,6 @@ def crossed(before: int, after: int, interval: int, first: int = 0) -> bool:
     return (after - first) // interval > (before - first) // interval
 
 
-def robot_transitions(step_input: TensorDictBase, step_output: TensorDictBase) -> TensorDict:
-    """Flat ``[E * R]`` transitions (views, no copy) in the agents' batch layout."""
-    agents, nxt = step_input.get("agents"), step_output.get("agents")
-    n = agents.batch_size.numel()
-    flat = {key: agents.get(key).reshape(n, *agents.get(key).shape[2:]) for key in TRANSITION_KEYS}
-    action = agents.get("action")
-    flat["action"] = action.reshape(n, *action.shape[2:])
-    for key in (*TRANSITION_KEYS, "reward", "terminated", "done"):
-        value = nxt.get(key)
-        flat[("next", key)] = value.reshape(n, *value.shape[2:])
-    return TensorDict(flat, batch_size=[n])
-
-
 class Trainer:
     """Builds everything a run needs from its config and trains.
 
@@ -163,23 +151,7 @@ class Trainer:
             core_slots=cfg.env.core_slots, device=self.device, dtype=self.dtype,
             seed=cfg.seed, max_episode_steps=cfg.env.max_episode_steps, validate=False,
         )  # fmt: skip
-        self.nstep = None
-        sampler = None
-        if self.agent.name == "rainbow":
-            from marinenav.training.nstep import NStepTransitions
-            from marinenav.training.prioritized import DevicePrioritizedSampler
-
-            acfg = self.agent.config
-            self.nstep = NStepTransitions(acfg.n_step, acfg.gamma)
-            # update() returns priorities already raised to priority_exponent: alpha = 1
-            sampler = DevicePrioritizedSampler(
-                cfg.training.replay_capacity + 1, alpha=1.0, beta=acfg.importance_beta,
-                device=self.device, seed=cfg.seed,
-            )  # fmt: skip
-        self.replay = RobotReplay(
-            cfg.training.replay_capacity, self.device, cfg.training.batch_size, sampler,
-            seed=cfg.seed,
-        )  # fmt: skip
+        self.learner = make_learner(self.agent, cfg, self.device)
         eval_per_stage, eval_seed = evaluation_layout(cfg)
         scenarios = evaluation_scenarios(
             schedule, eval_per_stage, eval_seed,
@@ -195,7 +167,6 @@ class Trainer:
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
         self.updates = 0
-        self.pending_updates = 0.0
         self.evaluations: list[dict[str, Any]] = []
         # Device-side accumulators, read back once per logging interval.
         E, R = cfg.env.num_envs, cfg.env.robot_slots
@@ -256,8 +227,7 @@ class Trainer:
             before = self.timesteps
             self.step_environments()
             self.timesteps += E
-            if self.timesteps >= cfg.training.learning_starts:
-                self.learn(E * cfg.training.updates_per_timestep)
+            self.learn()
             if crossed(before, self.timesteps, cfg.training.target_update_interval):
                 self.agent.update_targets()
             if crossed(before, self.timesteps, cfg.evaluation.interval, cfg.evaluation.first):
@@ -312,37 +282,24 @@ class Trainer:
         raise TrainingInterrupted(stop.signum, message)
 
     def step_environments(self) -> None:
-        """One batched step: act, step, restart finished episodes, store, track metrics."""
-        self.agent.policy.set_epsilon(linear_epsilon(self.timesteps, self.cfg.training))
+        """One batched step: act, step, restart finished episodes, hand the step to the
+        learner, track metrics."""
+        if self.agent.epsilon_greedy:
+            self.agent.policy.set_epsilon(linear_epsilon(self.timesteps, self.cfg.training))
         with set_exploration_type(ExplorationType.RANDOM), torch.no_grad():
             step_input = self.agent.policy(self.td)
             step_output, self.td = self.env.step_and_reset(step_input)
-        if self.nstep is not None:
-            transitions = self.nstep.push(
-                TensorDict({"agents": step_input.get("agents"),
-                            "next": TensorDict({"agents": step_output.get("agents")},
-                                               batch_size=step_output.batch_size)},
-                           batch_size=step_input.batch_size)
-            )  # fmt: skip
-            self.replay.extend(transitions.exclude("valid"), transitions.get("valid"))
-        else:
-            valid = step_input.get(("agents", "active")).reshape(-1)
-            self.replay.extend(robot_transitions(step_input, step_output), valid)
+        self.learner.observe(step_input, step_output)
         self._track_episodes(step_input, step_output)
 
-    def learn(self, updates: float) -> None:
-        """Take the whole part of ``pending + updates`` gradient updates."""
-        self.pending_updates += updates
-        count = math.floor(self.pending_updates)
-        self.pending_updates -= count
-        for _ in range(count):
-            batch = self.replay.sample()
-            losses = self.agent.update(batch)
-            priority = losses.pop("priority", None)
-            if priority is not None:
-                self.replay.update_priority(batch.get("index"), priority)
-            self.loss_sums = losses if self.loss_sums is None else self.loss_sums + losses
-            self.updates += 1
+    def learn(self) -> None:
+        """Let the learner take the updates due at the current timestep count; accumulate
+        their losses (device tensors) for the next log."""
+        losses, count = self.learner.learn(self.timesteps)
+        if count == 0:
+            return
+        self.updates += count
+        self.loss_sums = losses if self.loss_sums is None else self.loss_sums + losses
 
     def _track_episodes(self, step_input: TensorDictBase, step_output: TensorDictBase) -> None:
         """Episode counts, successes and returns, accumulated on the device."""
@@ -391,8 +348,9 @@ class Trainer:
             "train/transitions": raw["transitions"],
             "train/timesteps_per_second": timesteps_per_second,
             "train/updates": float(self.updates),
-            "train/epsilon": linear_epsilon(self.timesteps, self.cfg.training),
         }
+        if self.agent.epsilon_greedy:
+            scalars["train/epsilon"] = linear_epsilon(self.timesteps, self.cfg.training)
         if self.loss_sums is not None:
             interval_updates = max(self.updates - self._updates_at_log, 1)
             for key in self.loss_sums.keys():
@@ -470,14 +428,10 @@ class Trainer:
         state = {
             "config": OmegaConf.to_container(self.cfg, resolve=True),
             "agent": self.agent.training_state_dict(),
-            "policy_generators": {
-                str(d): g.get_state() for d, g in self.agent.policy._generators.items()
-            },
-            "replay": self.replay.state_dict() if self.cfg.checkpoint.save_replay else None,
-            "nstep": self.nstep.state_dict() if self.nstep is not None else None,
+            "agent_rng": self.agent.rng_state(),
+            "learner": self.learner.state_dict(),
             "simulator": self.env.sim.state_dict(),
-            "counters": {"timesteps": self.timesteps, "updates": self.updates,
-                         "pending_updates": self.pending_updates},
+            "counters": {"timesteps": self.timesteps, "updates": self.updates},
             "trackers": {"metrics": self.metrics, "episode_return": self.episode_return,
                          "reached": self.reached, "collided": self.collided},
             "evaluations": self.evaluations,
@@ -493,16 +447,11 @@ class Trainer:
             raise ValueError(f"checkpoint {path} is of agent {saved['agent']['name']!r}, "
                              f"not {self.cfg.agent.name!r}")  # fmt: skip
         self.agent.load_training_state_dict(state["agent"])
-        for device, generator_state in state["policy_generators"].items():
-            self.agent.policy.generator(torch.device(device)).set_state(generator_state)
-        if state["replay"] is not None:
-            self.replay.load_state_dict(state["replay"])
-        if self.nstep is not None and state["nstep"] is not None:
-            self.nstep.load_state_dict(state["nstep"])
+        self.agent.load_rng_state(state["agent_rng"])
+        self.learner.load_state_dict(state["learner"])
         self.env.sim.load_state_dict(state["simulator"])
         counters = state["counters"]
         self.timesteps, self.updates = counters["timesteps"], counters["updates"]
-        self.pending_updates = counters["pending_updates"]
         self._updates_at_log = self.updates
         for name, value in state["trackers"].items():
             getattr(self, name).copy_(value)

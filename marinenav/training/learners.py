@@ -1,0 +1,180 @@
+"""What turns collected environment steps into gradient updates: the trainer's learners.
+
+The trainer acts, steps the environments and hands every batched step to a *learner*; the
+learner decides what to keep and when to update the agent. Which learner an agent gets is the
+agent's class attribute ``learning`` (``marinenav.agents.base``), looked up in :data:`LEARNERS`:
+
+* ``"replay"`` (:class:`ReplayLearner`): off-policy agents. Robot transitions go into a device
+  replay (uniform, or prioritized and per-robot n-step as the agent's ``replay_options()``
+  asks); once ``training.learning_starts`` timesteps are collected it takes
+  ``training.updates_per_timestep`` gradient updates per timestep (the fraction carried over),
+  each on a sampled batch of ``training.batch_size`` transitions.
+* ``"rollout"`` (``marinenav.training.rollout.RolloutLearner``): on-policy agents (PPO).
+
+A learner keeps its whole state in :meth:`Learner.state_dict` (replay, windows, counters), which
+the trainer writes into checkpoints under ``"learner"``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Any, Protocol
+
+import torch
+from omegaconf import DictConfig
+from tensordict import TensorDict, TensorDictBase
+
+from marinenav.agents import Agent
+from marinenav.agents.base import OBSERVATION_KEYS
+from marinenav.training.nstep import NStepTransitions
+from marinenav.training.prioritized import DevicePrioritizedSampler
+from marinenav.training.replay import RobotReplay
+
+# Agent.learning -> "module:class"; imported on demand (one learner's dependencies only)
+LEARNERS = {
+    "replay": "marinenav.training.learners:ReplayLearner",
+    "rollout": "marinenav.training.rollout:RolloutLearner",
+}
+
+
+class Learner(Protocol):
+    """The interface the trainer drives (one learner per run).
+
+    ``observe`` is called with every batched environment step: ``step_input`` is the
+    ``MarineNavEnv`` TensorDict ``[E]`` the policy acted on (observation, ``("agents",
+    "action")``, ``("agents", "active")``), ``step_output`` the step's result ``[E]`` (next
+    observation, reward, terminated, done, info). ``learn`` is called right after, with the
+    run's timestep count (``E`` more than at the previous call): it takes the gradient updates
+    due now and returns the sum of their losses (a TensorDict of 0-dim device tensors, never
+    read back here; ``None`` when no update was taken) and how many updates it took.
+    """
+
+    def __init__(self, agent: Agent, cfg: DictConfig, device: torch.device) -> None: ...
+
+    def observe(self, step_input: TensorDictBase, step_output: TensorDictBase) -> None: ...
+
+    def learn(self, timesteps: int) -> tuple[TensorDict | None, int]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def make_learner(agent: Agent, cfg: DictConfig, device: torch.device) -> Learner:
+    """The learner ``agent.learning`` names (see :data:`LEARNERS`), built for run ``cfg``."""
+    if agent.learning not in LEARNERS:
+        raise ValueError(
+            f"agent {agent.name!r} asks for learning={agent.learning!r}; the trainer has "
+            f"{', '.join(LEARNERS)}"
+        )
+    module, cls = LEARNERS[agent.learning].split(":")
+    return getattr(importlib.import_module(module), cls)(agent, cfg, device)
+
+
+def robot_transitions(step_input: TensorDictBase, step_output: TensorDictBase) -> TensorDict:
+    """Flat ``[E * R]`` one-step robot transitions (views, no copy) in the agents' batch
+    layout (``marinenav.agents.base``), from a batched step's input and output ``[E]``."""
+    agents, nxt = step_input.get("agents"), step_output.get("agents")
+    n = agents.batch_size.numel()
+    flat = {key: agents.get(key).reshape(n, *agents.get(key).shape[2:]) for key in OBSERVATION_KEYS}
+    action = agents.get("action")
+    flat["action"] = action.reshape(n, *action.shape[2:])
+    for key in (*OBSERVATION_KEYS, "reward", "terminated", "done"):
+        value = nxt.get(key)
+        flat[("next", key)] = value.reshape(n, *value.shape[2:])
+    return TensorDict(flat, batch_size=[n])
+
+
+class ReplayLearner:
+    """Off-policy learning from a device replay of robot transitions.
+
+    Built from the agent's :meth:`~marinenav.agents.base.Agent.replay_options`: a
+    :class:`~marinenav.training.replay.RobotReplay` of ``training.replay_capacity``
+    transitions, sampled uniformly or, when ``prioritized``, by a
+    :class:`~marinenav.training.prioritized.DevicePrioritizedSampler` (``alpha = 1``: the
+    agent's priorities already carry its exponent; ``beta`` from the options), fed with one-step
+    transitions of the robots that acted or, when ``n_step > 1``, with per-robot n-step
+    transitions (:class:`~marinenav.training.nstep.NStepTransitions`). A ``"priority"`` entry
+    of the agent's losses goes back to the sampler at the batch's ``"index"``.
+
+    Updates: none before ``training.learning_starts`` timesteps; from then on
+    ``updates_per_timestep`` per new timestep, the fractional part carried over
+    (``pending_updates``), so E environments per step do not change how much learning each
+    transition gets.
+    """
+
+    def __init__(self, agent: Agent, cfg: DictConfig, device: torch.device) -> None:
+        training = cfg.training
+        options = agent.replay_options()
+        self.agent = agent
+        self.learning_starts = int(training.learning_starts)
+        self.updates_per_timestep = training.updates_per_timestep
+        self.save_replay = bool(cfg.checkpoint.save_replay)
+        self.nstep = (
+            NStepTransitions(options.n_step, agent.config.gamma) if options.n_step > 1 else None
+        )
+        sampler = None
+        if options.prioritized:
+            sampler = DevicePrioritizedSampler(
+                training.replay_capacity + 1, alpha=1.0, beta=options.beta, device=device,
+                seed=cfg.seed,
+            )  # fmt: skip
+        self.replay = RobotReplay(
+            training.replay_capacity, device, training.batch_size, sampler, seed=cfg.seed
+        )
+        self.timesteps = 0  # the run's timestep count at the last learn() (host counter)
+        self.pending_updates = 0.0  # fraction of an update carried to the next step
+
+    def observe(self, step_input: TensorDictBase, step_output: TensorDictBase) -> None:
+        """Store the step's transitions of the robots that acted (n-step: those it
+        completes)."""
+        if self.nstep is None:
+            valid = step_input.get(("agents", "active")).reshape(-1)
+            self.replay.extend(robot_transitions(step_input, step_output), valid)
+            return
+        step = TensorDict(
+            {"agents": step_input.get("agents"),
+             "next": TensorDict({"agents": step_output.get("agents")},
+                                batch_size=step_output.batch_size)},
+            batch_size=step_input.batch_size,
+        )  # fmt: skip
+        transitions = self.nstep.push(step)
+        self.replay.extend(transitions.exclude("valid"), transitions.get("valid"))
+
+    def learn(self, timesteps: int) -> tuple[TensorDict | None, int]:
+        """Take the updates due for the timesteps since the last call (see the class
+        docstring); returns the summed losses (device tensors) and the update count."""
+        new_timesteps = timesteps - self.timesteps
+        self.timesteps = timesteps
+        if timesteps < self.learning_starts:
+            return None, 0
+        self.pending_updates += new_timesteps * self.updates_per_timestep
+        count = math.floor(self.pending_updates)
+        self.pending_updates -= count
+        loss_sums = None
+        for _ in range(count):
+            batch = self.replay.sample()
+            losses = self.agent.update(batch)
+            priority = losses.pop("priority", None)
+            if priority is not None:
+                self.replay.update_priority(batch.get("index"), priority)
+            loss_sums = losses if loss_sums is None else loss_sums + losses
+        return loss_sums, count
+
+    def state_dict(self) -> dict[str, Any]:
+        """Replay (unless ``checkpoint.save_replay`` is off), n-step windows and counters."""
+        return {
+            "replay": self.replay.state_dict() if self.save_replay else None,
+            "nstep": self.nstep.state_dict() if self.nstep is not None else None,
+            "timesteps": self.timesteps,
+            "pending_updates": self.pending_updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["replay"] is not None:
+            self.replay.load_state_dict(state["replay"])
+        if self.nstep is not None and state["nstep"] is not None:
+            self.nstep.load_state_dict(state["nstep"])
+        self.timesteps = state["timesteps"]
+        self.pending_updates = state["pending_updates"]
