@@ -2,25 +2,18 @@
 
 A *planner file* is a float64 TorchScript module in the calling convention of the original's
 C++ planner (spec C7, :mod:`marinenav.export`): ``forward((self_state [N, 7], objects [N, 5, 5],
-mask [N, 5]))``, IQN ``forward(state_tuple, taus [N, 32])``. The original authors' trained
-planners (``traced_AC_IQN_model.pt``, ...) and the files :mod:`marinenav.export` writes load
-through the one function :func:`load_planner`, and :class:`PlannerPolicy` turns either into a
-TorchRL policy that acts on ``MarineNavEnv`` observations of any batch shape with the planner's
-own action rule (:func:`marinenav.export.planner_action`):
+mask [N, 5]), *extra)`` with the agent's extra inputs (quantile fractions ``taus [N, 32]`` for an
+implicit quantile network). The original authors' trained planners (``traced_AC_IQN_model.pt``,
+...) and the files :mod:`marinenav.export` writes load through the one function
+:func:`load_planner`, and :class:`PlannerPolicy` turns either into a TorchRL policy that acts on
+``MarineNavEnv`` observations of any batch shape with the planner's own action rule: the agent
+class's ``planner_action`` (``marinenav.agents``; e.g. the actor's output, an argmax of action
+values, the mean of quantiles, ``sum_z z p`` on the support recorded in the file's metadata).
 
-==========  ===================================================================================
-agent       action
-==========  ===================================================================================
-ac_iqn      the actor's output in (-1, 1)
-ddpg        the actor's output in (-1, 1)
-sac         ``sample`` (the planner's rule, default): ``(2/pi) atan(mu + exp(log_sigma) n)``,
-            ``n ~ N(0, 1)``; ``mean``: ``(2/pi) atan(mu)``
-iqn         argmax of the mean over 32 quantiles at ``taus ~ U(0, 1)`` (``taus="random"``,
-            the planner's rule) or at the fixed midpoints ``(i + 0.5) / 32`` (``"midpoints"``:
-            deterministic, for exact comparisons)
-dqn         argmax Q
-rainbow     argmax of ``sum_z z p`` on the support recorded in the file's metadata
-==========  ===================================================================================
+Two choices make a planner deterministic for exact comparisons: ``taus="midpoints"`` feeds the
+fixed fractions ``(i + 0.5) / 32`` instead of ``taus ~ U(0, 1)`` (the planner's rule), and
+``sac_action="mean"`` takes a sampling policy's mean action ``(2/pi) atan(mu)`` instead of
+``(2/pi) atan(mu + exp(log_sigma) n)``, ``n ~ N(0, 1)`` (the planner's rule, ``"sample"``).
 
 The agent type comes from ``agent_type=`` when given, else from the metadata our exports carry,
 else from the original's file name ``traced_<MODEL_TYPE>_model.pt``.
@@ -29,7 +22,6 @@ else from the original's file name ``traced_<MODEL_TYPE>_model.pt``.
 from __future__ import annotations
 
 import json
-import math
 import re
 import warnings
 from pathlib import Path
@@ -40,12 +32,13 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from tensordict.utils import NestedKey
 
+from marinenav.agents import agent_class
 from marinenav.export import (
-    CONTINUOUS,
     EXPORT_NUM_TAU,
     METADATA_FILE,
-    MODEL_TYPES,
     agent_type_name,
+    model_types,
+    rule_options,
 )
 
 DEFAULT_IN_KEYS: tuple[NestedKey, ...] = (
@@ -68,11 +61,12 @@ def load_planner(
 
     Args:
         path: a TorchScript file (the original's ``traced_*_model.pt`` or our export).
-        agent_type: ``"ac_iqn"``, ``"AC_IQN"``, ``"iqn"``, ...; default from the file.
+        agent_type: a registered agent name or the original's spelling of it (``"AC_IQN"``);
+            default from the file.
 
     Returns:
         ``(module, agent_type, metadata)``: the CPU module in eval mode, the normalised agent
-        name (``"ac_iqn"``, ...), and the file's ``marinenav_export.json`` record (``{}`` for
+        name (registry name), and the file's ``marinenav_export.json`` record (``{}`` for
         the original's files).
 
     Raises:
@@ -99,7 +93,7 @@ def load_planner(
     if agent_type is None:
         raise PlannerLoadError(
             f"cannot tell the agent type of {path}: name it traced_<TYPE>_model.pt "
-            f"(TYPE one of {', '.join(MODEL_TYPES.values())}) or pass agent_type / --agent-type"
+            f"(TYPE one of {', '.join(model_types().values())}) or pass agent_type / --agent-type"
         )
     try:
         name = agent_type_name(agent_type)
@@ -118,11 +112,15 @@ class PlannerPolicy(TensorDictModuleBase):
 
     Args:
         module: the loaded TorchScript planner (:func:`load_planner`).
-        agent_type: its normalised agent name.
-        metadata: the file's export record (Rainbow's support is read from it).
-        sac_action: ``"sample"`` (the planner's rule) or ``"mean"``; SAC only.
-        taus: ``"random"`` (the planner's rule) or ``"midpoints"``; IQN only.
-        seed: seed of the policy's random stream (IQN's taus, SAC's noise), drawn in flat batch
+        agent_type: its agent name (the agent class gives the extra inputs and the action
+            rule).
+        metadata: the file's export record; the entries the agent's action rule names are
+            passed to it (e.g. a categorical return distribution's support).
+        sac_action: ``"sample"`` (the planner's rule) or ``"mean"``; only for action rules that
+            take ``noise`` (sampling policies, e.g. SAC).
+        taus: ``"random"`` (the planner's rule) or ``"midpoints"``; only for planners with a
+            ``taus`` input.
+        seed: seed of the policy's random stream (taus, then noise), drawn in flat batch
             order.
         in_keys: keys of ``(self_state [..., 7], objects [..., 5, 5], objects_mask [..., 5])``.
         out_key: the action: int64 ``[...]`` or ``[..., 2]`` in the observation's float dtype.
@@ -150,7 +148,16 @@ class PlannerPolicy(TensorDictModuleBase):
             raise ValueError(f"taus must be 'random' or 'midpoints', got {taus!r}")
         self.module = module
         self.agent_type = agent_type_name(agent_type)
+        self.agent_class = agent_class(self.agent_type)
+        unknown = [name for name in self.agent_class.export_extra_inputs if name != "taus"]
+        if unknown:
+            raise ValueError(f"planner input {unknown[0]!r} of {self.agent_type} is not supported")
         self.metadata = dict(metadata or {})
+        self.action_options = rule_options(self.agent_class, self.metadata)
+        # a sampling rule gets standard-normal noise shaped like the first output
+        self.sample_noise = sac_action == "sample" and bool(
+            rule_options(self.agent_class, {"noise": None})
+        )
         self.sac_action = sac_action
         self.taus = taus
         self.in_keys = list(in_keys)
@@ -159,19 +166,13 @@ class PlannerPolicy(TensorDictModuleBase):
         self.seed = seed
         midpoints = (torch.arange(EXPORT_NUM_TAU, dtype=torch.float64) + 0.5) / EXPORT_NUM_TAU
         self.register_buffer("_midpoints", midpoints.unsqueeze(0), persistent=False)
-        num_atoms = int(self.metadata.get("atoms", 51))
-        support = torch.linspace(
-            float(self.metadata.get("v_min", -75.0)), float(self.metadata.get("v_max", 50.0)),
-            num_atoms, dtype=torch.float64,
-        )  # fmt: skip
-        self.register_buffer("_support", support, persistent=False)
 
     @property
     def action_kind(self) -> Literal["discrete", "continuous"]:
-        return "continuous" if self.agent_type in CONTINUOUS else "discrete"
+        return self.agent_class.action_kind
 
     def set_seed(self, seed: int) -> None:
-        """Restart the random stream (IQN's taus, SAC's noise)."""
+        """Restart the random stream (taus, noise)."""
         self.seed = seed
         self.generator.manual_seed(seed)
 
@@ -183,25 +184,21 @@ class PlannerPolicy(TensorDictModuleBase):
         ``objects_mask [N, 5]`` (bool or 0/1) -> int64 ``[N]`` or float64 ``[N, 2]`` (CPU)."""
         f64 = torch.float64
         state = (self_state.to("cpu", f64), objects.to("cpu", f64), objects_mask.to("cpu", f64))
-        n, name = state[0].shape[0], self.agent_type
-        if name == "iqn":
+        n = state[0].shape[0]
+        extra = ()
+        if self.agent_class.export_extra_inputs:  # taus [N, 32]
             if self.taus == "random":
                 taus = torch.rand(n, EXPORT_NUM_TAU, generator=self.generator, dtype=f64)
             else:
                 taus = self._midpoints.expand(n, EXPORT_NUM_TAU)
-            return self.module(state, taus).mean(dim=-2).argmax(dim=-1)
-        out = self.module(state)
-        if name == "sac":
-            mu, log_sigma = out
-            if self.sac_action == "sample":
-                noise = torch.randn(mu.shape, generator=self.generator, dtype=f64)
-                mu = mu + log_sigma.exp() * noise
-            return (2.0 / math.pi) * torch.atan(mu)
-        if name in CONTINUOUS:
-            return out
-        if name == "dqn":
-            return out.argmax(dim=-1)
-        return (out * self._support).sum(dim=-1).argmax(dim=-1)  # rainbow
+            extra = (taus,)
+        outputs = self.module(state, *extra)
+        options = self.action_options
+        if self.sample_noise:
+            first = outputs[0] if isinstance(outputs, tuple) else outputs
+            noise = torch.randn(first.shape, generator=self.generator, dtype=f64)
+            options = {**options, "noise": noise}
+        return self.agent_class.planner_action(outputs, **options)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         self_state = tensordict.get(self.in_keys[0])
