@@ -37,22 +37,6 @@ def training_batch(batch: int, action_kind: str, seed: int = 0) -> TensorDict:
     return TensorDict({**observation(batch, gen), "action": action, "next": nxt}, [batch])
 
 
-def assert_update_spares_targets_and_copy_syncs(agent, online, target, action_kind: str) -> None:
-    """``update`` moves the online parameters and leaves the targets alone;
-    ``update_targets`` then makes every target equal to its online parameter."""
-    before = [t.clone() for t in target.values(True, True)]
-    agent.update(training_batch(32, action_kind))
-    assert all(torch.equal(a, b) for a, b in zip(target.values(True, True), before, strict=True))
-    assert any(
-        not torch.equal(a, b) for a, b in zip(online.values(True, True), before, strict=True)
-    )
-    agent.update_targets()
-    assert all(
-        torch.equal(a, b)
-        for a, b in zip(target.values(True, True), online.values(True, True), strict=True)
-    )
-
-
 def step_norm_with_plain_sgd(agent, network: torch.nn.Module, optimizer: str, kind: str) -> float:
     """The length of one ``update`` step of ``network`` with its optimiser swapped for SGD with
     learning rate 1, i.e. the clipped gradient norm."""

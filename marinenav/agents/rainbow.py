@@ -451,11 +451,6 @@ class RainbowAgent(Agent):
         return (probs * support.to(probs.device)).sum(dim=-1).argmax(dim=-1)
 
 
-def parameter_count(network: nn.Module) -> int:
-    """Trainable parameters (noisy layers count ``mu`` and ``sigma``)."""
-    return sum(p.numel() for p in network.parameters() if p.requires_grad)
-
-
 __all__ = [
     "DistributionalSelector",
     "MeanProbabilities",
@@ -464,6 +459,5 @@ __all__ = [
     "RainbowConfig",
     "RainbowLoss",
     "RainbowNetwork",
-    "parameter_count",
     "project_distribution",
 ]
