@@ -12,7 +12,10 @@ import torch
 from marinenav.training import config as config_module
 from marinenav.training.config import ConfigError, memory_estimate, validate
 from marinenav.training.trainer import Trainer, TrainingDiverged
-from tests.test_training import _train_py, tiny_config
+from tests.test_training import ROOT, _train_py, tiny_config
+
+# what Hydra offers for agent=: the yaml files of conf/agent, sorted (a new agent adds its own)
+AGENT_CHOICES = ", ".join(sorted(path.stem for path in (ROOT / "conf" / "agent").glob("*.yaml")))
 
 
 @pytest.mark.parametrize(
@@ -21,7 +24,7 @@ from tests.test_training import _train_py, tiny_config
         ("+foo=1", "error: unknown key foo: the config has agent, checkpoint, curriculum,"),
         ("agent=ac_iqn_schema",
          "error: In 'config': Could not find 'agent/ac_iqn_schema'; Available options in "
-         "'agent': ac_iqn, ddpg, dqn, iqn, rainbow, sac"),
+         f"'agent': {AGENT_CHOICES}"),
         ("training.batchsize=3",
          "error: Could not override 'training.batchsize': Key 'batchsize' not in 'TrainingConf'"),
         ("training.batch_size=0", "error: training.batch_size must be positive, got 0"),
@@ -45,7 +48,7 @@ def test_a_bad_command_line_is_one_line_and_leaves_no_run_directory(
 def test_schemas_are_not_choices(tmp_path: Path) -> None:
     result = _train_py("agent=foo", cwd=tmp_path)
     assert result.returncode == 2
-    assert "ac_iqn, ddpg, dqn, iqn, rainbow, sac\n" in result.stderr
+    assert f"{AGENT_CHOICES}\n" in result.stderr
     assert "schema" not in result.stderr
 
 
