@@ -25,6 +25,7 @@ from marinenav.agents.ppo import (
     MAPPOAgent,
     PPOAgent,
     PPOConfig,
+    pool_others,
 )
 from marinenav.envs import MarineNavEnv
 from marinenav.policy.networks import squash
@@ -266,6 +267,25 @@ def test_only_the_centralised_critic_sees_the_other_robots(cls) -> None:
     torch.testing.assert_close(
         _values(agent, other)[:, [0, 2, 3]], _values(agent, td)[:, [0, 2, 3]], rtol=0, atol=0
     )
+
+
+def test_pooling_over_the_other_acting_robots_against_a_loop() -> None:
+    gen = torch.Generator().manual_seed(6)
+    for slots in (1, 2, 5):
+        features = torch.relu(torch.randn(7, slots, 4, generator=gen))
+        features[:, 0, :2] = features[:, -1, :2]  # ties between robots
+        active = torch.rand(7, slots, generator=gen) > 0.3
+        mean, maximum = pool_others(features, active)
+        for e in range(7):
+            for i in range(slots):
+                others = [j for j in range(slots) if j != i and active[e, j]]
+                if not others:
+                    expected_mean = expected_max = torch.zeros(4)
+                else:
+                    expected_mean = features[e, others].mean(0)
+                    expected_max = features[e, others].amax(0)
+                torch.testing.assert_close(mean[e, i], expected_mean)
+                torch.testing.assert_close(maximum[e, i], expected_max, rtol=0, atol=0)
 
 
 # --- the learner --------------------------------------------------------------------------------

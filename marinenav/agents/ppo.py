@@ -196,6 +196,25 @@ class IndependentCritic(nn.Module):
         return self.head(self.encoder(self_state, objects, objects_mask))
 
 
+def pool_others(features: torch.Tensor, active: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and element-wise maximum, for each robot ``i``, of the non-negative ``features
+    [..., R, H]`` of the other robots ``j != i`` with ``active [..., R]`` set; zeros where there
+    are none. Both ``[..., R, H]``, in ``O(R H)``: the mean from the total minus the robot's own
+    share, the maximum from the two largest (robot ``i``'s own value replaced by the runner-up
+    where it is the largest)."""
+    weight = active.unsqueeze(-1).to(features.dtype)  # [..., R, 1]
+    present = features * weight  # absent robots: 0, the neutral value of features >= 0
+    total = present.sum(-2, keepdim=True)
+    count = (weight.sum(-2, keepdim=True) - weight).clamp(min=1.0)
+    mean = (total - present) / count
+    if features.shape[-2] < 2:
+        return mean, torch.zeros_like(features)
+    top, index = present.topk(2, dim=-2)  # [..., 2, H]
+    slot = torch.arange(features.shape[-2], device=features.device).unsqueeze(-1)  # [R, 1]
+    maximum = torch.where(index[..., :1, :] == slot, top[..., 1:, :], top[..., :1, :])
+    return mean, maximum
+
+
 class CentralisedCritic(nn.Module):
     """MAPPO critic: one value per robot slot from the observations of every robot of the
     environment. 82,993 parameters.
@@ -219,14 +238,7 @@ class CentralisedCritic(nn.Module):
         ``objects_mask [..., R, 5]`` and ``active [..., R]`` (bool: the robot acts in this
         state; absent and finished robots are ignored by the others' values)."""
         own = torch.relu(self.embed(self.encoder(self_state, objects, objects_mask)))  # [.., R, H]
-        slots = active.shape[-1]
-        others = ~torch.eye(slots, dtype=torch.bool, device=active.device)  # [R, R]: j != i
-        pair = (others & active.unsqueeze(-2)).unsqueeze(-1)  # [..., R (i), R (j), 1]
-        weight = pair.to(own.dtype)
-        count = weight.sum(-2).clamp(min=1.0)  # [..., R, 1]
-        neighbours = own.unsqueeze(-3)  # [..., 1, R (j), H]
-        mean = (neighbours * weight).sum(-2) / count
-        maximum = torch.where(pair, neighbours, 0.0).amax(-2)  # features are >= 0 (ReLU)
+        mean, maximum = pool_others(own, active)
         return self.head(torch.cat((own, mean, maximum), dim=-1))
 
 
@@ -238,12 +250,12 @@ class GaussianRolloutPolicy(PolicyWrapper):
     ``ProbabilisticActor`` that writes, for a batch of any shape (``[E]`` with the ``("agents",
     ...)`` group ``[E, R]``, or a flat ``[N]``):
 
-    ==============================  =====================================================
-    ``("agents", "latent_action")``  ``z = mu + sigma * noise`` exploring, ``mu`` otherwise
-    ``("agents", "action_log_prob")`` ``log N(z; mu, sigma)`` (summed over the 2 dims)
-    ``("agents", "action")``         ``(2/pi) atan(z)`` in (-1, 1)^2
-    ``("agents", "loc" / "scale")``  ``mu``, ``sigma``
-    ==============================  =====================================================
+    =================================  ================================================
+    ``("agents", "latent_action")``    ``z = mu + sigma * noise`` exploring, ``mu`` else
+    ``("agents", "action_log_prob")``  ``log N(z; mu, sigma)`` (summed over the 2 dims)
+    ``("agents", "action")``           ``(2/pi) atan(z)`` in (-1, 1)^2
+    ``("agents", "loc" / "scale")``    ``mu``, ``sigma``
+    =================================  ================================================
 
     The noise comes from the wrapper's generator (``seed``, :meth:`set_seed`), drawn in flat
     batch order, as every marinenav policy's. There is no epsilon-greedy exploration: a uniform
