@@ -38,18 +38,17 @@ Learning (one rollout, in :meth:`PPOAgent.estimate_advantages` and :meth:`PPOAge
 
 Deviations and choices (PPO is not in the original, so there is no original value to keep):
 scaled network inputs by default (``normalize_observations=True``: the raw thrusts up to
-1000 N make PPO's larger learning rate unstable); Adam ``eps = 1e-5`` (the MAPPO and CleanRL
-value); the policy mean head starts at 1/100 of its default initial weights, so the first
-rollouts act around zero change.
+1000 N make PPO's larger learning rate unstable); the policy mean head starts at 1/100 of its
+default initial weights, so the first rollouts act around zero change.
 
-Export (C7 convention): ``("mu", "log_sigma")`` of the latent Gaussian, as SAC's, so the
-planner's action rule is SAC's: ``(2/pi) atan(mu + exp(log_sigma) * noise)``, or
-``(2/pi) atan(mu)`` without noise (:meth:`PPOAgent.planner_action`).
+Export (C7 convention, ``model_type`` ``MAPPO`` / ``IPPO``): the actor's ``("mu",
+"log_sigma")`` of the latent Gaussian, as SAC's, so the planner's action rule is SAC's:
+``(2/pi) atan(mu + exp(log_sigma) * noise)``, or ``(2/pi) atan(mu)`` without noise
+(:meth:`PPOAgent.planner_action`).
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -64,7 +63,7 @@ from torchrl.modules.distributions import IndependentNormal
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
-from marinenav.agents.base import Agent, AgentConfig
+from marinenav.agents.base import Agent, AgentConfig, PlannerCall, make_adam
 from marinenav.policy.networks import (
     ACTION_DIM,
     FEATURES,
@@ -100,7 +99,6 @@ UPDATE_KEYS: tuple[NestedKey, ...] = (
 )  # fmt: skip
 _HALF_LOG_2PI_E = 0.5 * (1.0 + math.log(2.0 * math.pi))
 POLICY_HEAD_INIT_SCALE = 0.01  # the mean head starts near zero: first actions ~ N(0, sigma)
-ADAM_EPS = 1e-5
 
 
 @dataclass
@@ -291,20 +289,6 @@ class GaussianRolloutPolicy(PolicyWrapper):
         return tensordict
 
 
-class GaussianPolicyExport(nn.Module):
-    """C7 export: ``forward((self_state (N, 7), objects (N, 5, 5), masks (N, 5)))`` ->
-    ``(mu (N, 2), log_sigma (N, 2))`` of the latent Gaussian (no sampling, no squash)."""
-
-    def __init__(self, actor: GaussianPPOActor) -> None:
-        super().__init__()
-        self.actor = actor
-
-    def forward(self, x: tuple[torch.Tensor, torch.Tensor, torch.Tensor]):
-        self_state, object_states, object_masks = x
-        mu, log_sigma = self.actor(self_state, object_states, object_masks)
-        return mu, log_sigma
-
-
 # --- the agents -----------------------------------------------------------------------------------
 
 
@@ -365,11 +349,9 @@ class PPOAgent(Agent):
         )
         self.advantage_module.set_keys(**keys)
         self.optimizers = {
-            "actor": torch.optim.Adam(self.actor.parameters(), lr=cfg.lr, eps=ADAM_EPS,
-                                      fused=True),
-            "critic": torch.optim.Adam(self.critic.parameters(), lr=cfg.lr, eps=ADAM_EPS,
-                                       fused=True),
-        }  # fmt: skip
+            "actor": make_adam(self.actor.parameters(), cfg.lr),
+            "critic": make_adam(self.critic.parameters(), cfg.lr),
+        }
         self.policy = GaussianRolloutPolicy(self.actor_module, seed=cfg.seed)
 
     # ------------------------------------------------------------------ learning
@@ -428,42 +410,22 @@ class PPOAgent(Agent):
     def update_targets(self) -> None:
         """No target networks (on-policy)."""
 
-    # ------------------------------------------------------------------ checkpoints
-    def rng_state(self) -> dict[str, torch.Tensor]:
-        """The acting noise streams, one per device (``{str(device): generator state}``)."""
-        return {str(d): g.get_state() for d, g in self.policy._generators.items()}
-
-    def load_rng_state(self, state: dict[str, torch.Tensor]) -> None:
-        for device, generator_state in state.items():
-            self.policy.generator(torch.device(device)).set_state(generator_state)
-
     # ------------------------------------------------------------------ export
-    def export_network(self) -> nn.Module:
-        """A float64, CPU, eval-mode copy of the actor in the C7 convention
-        (:class:`GaussianPolicyExport`); the live agent is not touched."""
-        actor = copy.deepcopy(self.actor).to("cpu").double().eval()
-        actor.requires_grad_(False)
-        return GaussianPolicyExport(actor).eval()
+    def export_network(self) -> PlannerCall:
+        """The actor in the C7 calling convention: ``(mu (N, 2), log_sigma (N, 2))`` of the
+        latent Gaussian (no sampling, no squash)."""
+        return PlannerCall(self.actor)
 
     @classmethod
     def planner_action(
-        cls,
-        outputs: Any,
-        *,
-        noise: torch.Tensor | None = None,
-        thrust_rate: bool = False,
-        **options: Any,
+        cls, outputs: Any, *, noise: torch.Tensor | None = None, **options: Any
     ) -> torch.Tensor:
-        """The planner's action from ``(mu [..., 2], log_sigma [..., 2])``: ``(2/pi) atan(mu +
-        exp(log_sigma) * noise)`` with standard-normal ``noise``, or ``(2/pi) atan(mu)`` (the
-        policy's evaluation action) without; times 1000 (N/s) with ``thrust_rate``."""
-        if options:
-            raise ValueError(f"{cls.__name__}.planner_action takes noise and thrust_rate, "
-                             f"not {', '.join(options)}")  # fmt: skip
+        """The planner's ``(2/pi) atan(mu + exp(log_sigma) * noise)`` ``[..., 2]`` from
+        ``(mu [..., 2], log_sigma [..., 2])`` (SAC's rule); without ``noise`` (standard-normal
+        draws ``[..., 2]``), ``(2/pi) atan(mu)``, the policy's evaluation action."""
         mu, log_sigma = (torch.as_tensor(x) for x in outputs)
         latent = mu if noise is None else mu + log_sigma.exp() * torch.as_tensor(noise).to(mu)
-        action = squash(latent)
-        return action * 1000.0 if thrust_rate else action
+        return squash(latent)
 
     def export_metadata(self) -> dict[str, Any]:
         """Extra fields of the export record: how the outputs become an action."""
