@@ -407,9 +407,6 @@ class PPOAgent(Agent):
             self.optimizers[name].step()
         return losses.detach()
 
-    def update_targets(self) -> None:
-        """No target networks (on-policy)."""
-
     # ------------------------------------------------------------------ export
     def export_network(self) -> PlannerCall:
         """The actor in the C7 calling convention: ``(mu (N, 2), log_sigma (N, 2))`` of the
@@ -428,7 +425,7 @@ class PPOAgent(Agent):
         return squash(latent)
 
     def export_metadata(self) -> dict[str, Any]:
-        """Extra fields of the export record: how the outputs become an action."""
+        """Extra entries of the export record, for people (the action rule takes none)."""
         return {
             "action_rule": "(2/pi) atan(mu + exp(log_sigma) * noise); noise = 0 to evaluate",
             "critic": "centralised" if self.centralised else "independent",
