@@ -1,21 +1,36 @@
-"""The compiled simulator step (``compile=True``): equal to eager, one graph, no recompilation.
+"""The opt-in accelerators, each equal to eager: the compiled simulator step (``compile=True``:
+one graph, no recompilation), the compiled update and acting network of every agent
+(``Agent.compile_update`` / ``compile_policy``), and the CUDA-graph paths (``cudagraphs``, marked
+``cuda``: skipped without a GPU).
 
 Compiling on CPU needs a C++ compiler for Inductor's generated code; without one these tests
 are skipped. The reference recordings are replayed on the compiled path too, in
-``tests/test_reference_parity.py`` (marked ``slow``: one compilation per recording).
+``tests/test_reference_parity.py`` (marked ``slow``: one compilation per recording). One agent
+(DQN, the quickest to compile) runs in the default test run; every agent runs with ``-m slow``.
 """
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch._dynamo
+import torch._inductor.config
 from torch._dynamo.utils import counters
+from torchrl.envs.utils import ExplorationType, set_exploration_type
 
+from marinenav.agents import AGENT_NAMES, make_agent
 from marinenav.envs import MarineNavEnv
 from marinenav.sim import MarineNavSimulator
 from marinenav.sim.curriculum import CurriculumSchedule
 from marinenav.sim.dynamics import VesselState
+from tests.agent_utils import robot_observations, training_batch
 from tests.compile_utils import needs_cxx
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+# DQN in the default run; the others compile for 20-45 s each on the 2-core machine
+EVERY_AGENT = [
+    pytest.param(name, marks=() if name == "dqn" else pytest.mark.slow) for name in AGENT_NAMES
+]
 
 SCHEDULE = CurriculumSchedule(
     timesteps=[0], num_robots=[4], num_cores=[2], num_obstacles=[3], min_start_goal_dis=[30.0]
@@ -77,3 +92,148 @@ def test_env_passes_compile_step_to_the_simulator() -> None:
     (``compile=`` itself belongs to TorchRL's EnvBase, hence ``compile_step``.)"""
     assert not MarineNavEnv(2, num_robots=2).sim.compiled
     assert MarineNavEnv(2, num_robots=2, compile_step=True).sim.compiled
+
+
+# ---------------------------------------------------------------------------- agents
+def _parameters(agent) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in agent.state_dict().values()]
+
+
+def _assert_same_updates(eager, accelerated, updates: int, device: str = "cpu") -> None:
+    """``updates`` updates on the same batches and global random streams (IQN's quantile
+    fractions, SAC's policy samples) give the same losses and parameters.
+
+    Tolerance: Inductor fuses and reorders float32 arithmetic, so gradients differ from eager
+    in the last bits (about 1e-7 relative). Adam moves a parameter by at most about ``lr``
+    (1e-4) per update, so ``atol=1e-6`` on parameters is 1% of one step: a missing or doubled
+    step, an unclipped gradient or a wrong loss term shows as 1e-5 or more (measured agreement
+    here: below 1e-8)."""
+    for k in range(updates):
+        batch = training_batch(64, eager.action_kind, seed=k).to(device)
+        results = []
+        for agent in (eager, accelerated):
+            torch.manual_seed(100 + k)
+            results.append(agent.update(batch.clone()))
+        for key in results[0].keys():
+            torch.testing.assert_close(
+                results[1][key], results[0][key], rtol=1e-5, atol=1e-6,
+                msg=lambda m, key=key, k=k: f"update {k}, {key}: {m}",
+            )  # fmt: skip
+        for a, b in zip(_parameters(eager), _parameters(accelerated), strict=True):
+            torch.testing.assert_close(b, a, rtol=0.0, atol=1e-6, msg=f"after update {k}")
+
+
+@needs_cxx
+@pytest.mark.parametrize("name", EVERY_AGENT)
+def test_compiled_update_equals_eager_and_compiles_once(name: str) -> None:
+    """``compile_update()``: the first update runs eagerly (the optimisers' state is created),
+    the next ones compiled; losses and parameters follow eager's, and after the first compiled
+    update no new graph is made (``error_on_recompile``)."""
+    torch._dynamo.reset()
+    counters.clear()
+    eager, compiled = make_agent(name), make_agent(name)
+    compiled.compile_update()
+    # random ops inside the graph draw from torch's global stream as eager does
+    with torch._inductor.config.patch(fallback_random=True):
+        _assert_same_updates(eager, compiled, 2)  # warm-up (eager) and the compiling update
+        graphs = counters["stats"]["unique_graphs"]
+        assert graphs >= 1  # the update did run through Dynamo
+        with torch._dynamo.config.patch(error_on_recompile=True):
+            _assert_same_updates(eager, compiled, 3)
+    assert counters["stats"]["unique_graphs"] == graphs
+
+
+@needs_cxx
+@pytest.mark.parametrize("name", EVERY_AGENT)
+def test_compiled_acting_equals_eager_and_compiles_once(name: str) -> None:
+    """``compile_policy()``: the same actions and the same random stream (epsilon draws,
+    policy noise, quantile fractions) as eager acting, over 6 batched steps of new
+    observations, with no graph made after the first step. Continuous actions are float32
+    values in (-1, 1) compared to ``1e-6`` (a few rounding steps of the fused network);
+    discrete actions must be identical."""
+    torch._dynamo.reset()
+    counters.clear()
+    eager, compiled = make_agent(name), make_agent(name)
+    compiled.compile_policy()
+    for agent in (eager, compiled):
+        agent.policy.set_epsilon(0.3)
+    graphs = None
+    with set_exploration_type(ExplorationType.RANDOM):
+        for t in range(6):
+            obs = robot_observations(4, 5, seed=t)
+            with torch._dynamo.config.patch(error_on_recompile=t > 0):
+                acted = [agent.policy(obs.clone()) for agent in (eager, compiled)]
+            actions = [td.get(("agents", "action")) for td in acted]
+            if actions[0].dtype == torch.int64:
+                assert torch.equal(actions[1], actions[0]), f"step {t}"
+            else:
+                torch.testing.assert_close(actions[1], actions[0], rtol=0.0, atol=1e-6)
+            graphs = counters["stats"]["unique_graphs"] if graphs is None else graphs
+            assert graphs >= 1 and counters["stats"]["unique_graphs"] == graphs
+    assert eager.rng_state().keys() == compiled.rng_state().keys()
+    for device, state in eager.rng_state().items():
+        assert torch.equal(compiled.rng_state()[device], state)
+
+
+def test_cudagraph_updates_are_refused_off_cuda_and_with_an_own_generator() -> None:
+    """Refused before anything is wrapped: an agent on the CPU, and an agent declaring
+    ``cudagraph_update = False`` (checked on a CUDA machine only, after the device)."""
+    refused = [name for name in AGENT_NAMES if not make_agent(name).cudagraph_update]
+    assert refused == ["rainbow"]  # its noisy-net noise comes from noise_generator
+    agent = make_agent("dqn")
+    update = agent.update
+    with pytest.raises(ValueError, match="cudagraphs=true needs the agent on a CUDA device"):
+        agent.compile_update(compile=False, cudagraphs=True)
+    assert agent.update == update
+    assert not any(g["capturable"] for g in agent.optimizers["q"].param_groups)
+    if torch.cuda.is_available():
+        with pytest.raises(ValueError, match="cudagraphs=true: rainbow's update draws from"):
+            make_agent("rainbow").to("cuda").compile_update(compile=False, cudagraphs=True)
+
+
+def test_simulator_refuses_cudagraphs_off_cuda() -> None:
+    with pytest.raises(ValueError, match="cudagraphs=True needs a CUDA device"):
+        MarineNavSimulator(2, cudagraphs=True, device="cpu")
+
+
+# ---------------------------------------------------------------------------- CUDA graphs
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("compile", [False, pytest.param(True, marks=needs_cxx)])
+def test_cudagraph_step_equals_eager(compile: bool) -> None:
+    """The simulator step replayed as a CUDA graph (captured at the second step) gives the
+    same states, observations, rewards, flags and random stream as the eager step over 60
+    steps with partial resets (float64: the same tolerance as the compiled step)."""
+    torch._dynamo.reset()
+    common = dict(schedule=SCHEDULE, dtype=torch.float64, seed=7, validate=False,
+                  max_episode_steps=12, device="cuda")  # fmt: skip
+    eager = MarineNavSimulator(8, **common)
+    graphed = MarineNavSimulator(8, compile=compile, cudagraphs=True, **common)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for t in range(60):
+        actions = torch.randint(0, 25, (8, 4), generator=gen, device="cuda")
+        results = [sim.step(actions) for sim in (eager, graphed)]
+        torch.testing.assert_close(results[1].reward, results[0].reward, rtol=1e-9, atol=1e-9)
+        for name in ("done", "info", "terminated", "truncated", "env_done"):
+            assert torch.equal(getattr(results[1], name), getattr(results[0], name)), name
+        _assert_same(eager, graphed, f"step {t}")
+        for sim, result in zip((eager, graphed), results, strict=True):
+            sim.reset(result.env_done)
+        _assert_same(eager, graphed, f"reset after step {t}")
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("compile", [False, pytest.param(True, marks=needs_cxx)])
+@pytest.mark.parametrize("name", [n for n in AGENT_NAMES if n != "rainbow"])
+def test_cudagraph_update_equals_eager(name: str, compile: bool) -> None:
+    """``compile_update(cudagraphs=True)``: 5 eager warm-up updates on a side stream, the
+    capture, then replays; 8 updates on new batches follow eager's losses and parameters
+    (tolerance: see :func:`_assert_same_updates`). Random draws inside the graph come from
+    the default CUDA generator, registered with the capture: the same stream as eager."""
+    torch._dynamo.reset()
+    eager = make_agent(name).to("cuda")
+    graphed = make_agent(name).to("cuda")
+    graphed.compile_update(compile=compile, cudagraphs=True)
+    with torch._inductor.config.patch(fallback_random=True):
+        _assert_same_updates(eager, graphed, 8, device="cuda")

@@ -16,6 +16,7 @@ from omegaconf import open_dict
 from marinenav.agents import AGENT_NAMES
 from marinenav.training.config import register_configs
 from marinenav.training.trainer import Trainer, crossed, linear_epsilon
+from tests.compile_utils import needs_cxx
 from tests.test_no_host_sync import count_read_backs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,3 +234,60 @@ def test_named_evaluation_set(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="evaluation.set='huge'"):
         Trainer(tiny_config("agent=dqn", "evaluation.set=huge"), tmp_path / "bad")
     assert not (tmp_path / "bad" / "checkpoint.pt").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only refusal")
+def test_cudagraphs_fail_at_start_up_without_cuda(tmp_path: Path) -> None:
+    """``cudagraphs=true`` on a machine without CUDA: one line at start-up, nothing trained."""
+    with pytest.raises(ValueError, match="cudagraphs=true needs a CUDA device") as error:
+        Trainer(tiny_config("agent=dqn", "cudagraphs=true", "device=auto"), tmp_path)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "checkpoint.pt").exists()
+    result = _train_py("agent=dqn", "cudagraphs=true", *TINY, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"error: {error.value}"]
+
+
+def test_compile_wires_the_env_step_the_acting_network_and_the_update(tmp_path: Path) -> None:
+    """``compile=true`` reaches all three parts (nothing is compiled before they first run);
+    the default leaves them eager."""
+    eager = Trainer(tiny_config("agent=dqn"), tmp_path / "eager")
+    assert not eager.env.sim.compiled
+    assert eager.agent.policy.selector._compiled_call_impl is None
+    assert "update" not in vars(eager.agent)
+    compiled = Trainer(tiny_config("agent=dqn", "compile=true"), tmp_path / "compiled")
+    assert compiled.env.sim.compiled
+    assert compiled.agent.policy.selector._compiled_call_impl is not None
+    assert "update" in vars(compiled.agent)  # the compiled closure shadows the method
+
+
+@needs_cxx
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["dqn", "sac"])
+def test_compiled_training_steps_do_not_recompile(agent: str, tmp_path: Path) -> None:
+    """With ``compile=true`` the steady-state loop (act, step and reset, store, update) makes
+    no new graph and no host read after the first compiled update."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    cfg = tiny_config(f"agent={agent}", "compile=true", "env.num_envs=4",
+                      "env.max_episode_steps=20")  # fmt: skip
+    trainer = Trainer(cfg, tmp_path)
+
+    def batched_step() -> None:
+        trainer.step_environments()
+        trainer.timesteps += cfg.env.num_envs
+        trainer.learn()
+
+    for _ in range(12):  # learning starts at 40 timesteps (step 10), then one update per step
+        batched_step()
+    graphs = counters["stats"]["unique_graphs"]
+    updates = trainer.updates
+    with torch._dynamo.config.patch(error_on_recompile=True), count_read_backs() as reads:
+        for _ in range(40):  # episodes end (20 steps) and restart on the way
+            batched_step()
+    assert counters["stats"]["unique_graphs"] == graphs
+    assert trainer.updates == updates + 40
+    assert sum(reads.values()) == 0, dict(reads)

@@ -23,6 +23,7 @@ attribute / method        what it tells
 ``export_network()``      the acting network in the C++ planner's calling convention (spec C7)
 ``planner_action()``      the C++ planner's action rule on the exported outputs (a classmethod)
 ``export_metadata()``     extra entries of the exported file's record (Rainbow: its support)
+``cudagraph_update``      whether ``update`` can be captured as a CUDA graph (see below)
 ========================  ==========================================================================
 
 Training batches are flat TensorDicts ``[B]`` of robot transitions (one robot, one step):
@@ -50,6 +51,13 @@ stores timeouts as terminal, quirk A8; we implement the standard rule).
 losses as a TensorDict of 0-dim tensors (never read back to the host here); an agent with a
 prioritized replay adds ``"priority"`` ``[B]``, which the learner hands to the sampler. Agents
 with an actor and a critic step them with ``critic_step(batch)`` then ``actor_step(batch)``.
+
+Opt-in accelerators (the trainer's ``compile`` / ``cudagraphs`` keys, as in TorchRL's sota
+scripts): :meth:`Agent.compile_policy` compiles the acting network, :meth:`Agent.compile_update`
+wraps ``update`` in ``torch.compile`` and / or TorchRL's ``CudaGraphModule``. A CUDA graph
+replays fixed kernels on fixed buffers, so an agent whose update draws random numbers from a
+generator of its own (CudaGraphModule registers only the default CUDA generator with the
+graph) sets ``cudagraph_update = False`` and is refused at start-up.
 """
 
 from __future__ import annotations
@@ -59,7 +67,9 @@ from typing import Any, ClassVar, Literal
 
 import torch
 from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import CudaGraphModule
 from torch import nn
+from torchrl._utils import compile_with_warmup
 from torchrl.objectives.utils import TargetNetUpdater
 
 from marinenav.policy.wrapper import PolicyWrapper
@@ -139,6 +149,7 @@ class Agent(nn.Module):
     model_type: ClassVar[str]
     export_outputs: ClassVar[tuple[str, ...]]
     export_extra_inputs: ClassVar[tuple[str, ...]] = ()
+    cudagraph_update: ClassVar[bool] = True
 
     policy: PolicyWrapper
     optimizers: dict[str, torch.optim.Optimizer]
@@ -175,6 +186,48 @@ class Agent(nn.Module):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(parameters, self.config.grad_clip_norm)
         optimizer.step()
+
+    # ------------------------------------------------------------------ accelerators (opt-in)
+    def compile_policy(self) -> None:
+        """``torch.compile`` the acting network: ``policy.selector`` in place
+        (``nn.Module.compile``: module tree and state dict keep their names). The wrapper's
+        exploration and the selectors' draws from the policy's ``torch.Generator`` cannot be
+        traced; they run eagerly between compiled pieces, so compiled acting consumes the same
+        random stream as eager acting. The first batch shape is specialised; another one (the
+        evaluator's compacted batches) compiles one more, dynamic-shape graph."""
+        self.policy.selector.compile()
+
+    def compile_update(self, compile: bool = True, cudagraphs: bool = False) -> None:
+        """Run :meth:`update` compiled and / or as a CUDA graph, TorchRL's sota pattern:
+        ``compile_with_warmup(update, warmup=1)`` (the first update runs eagerly and creates
+        the optimisers' state before tracing) and ``CudaGraphModule(update, in_keys=[],
+        out_keys=[], warmup=5)`` (eager warm-up updates on a side stream, then one capture;
+        every later update copies the batch into the captured inputs and replays). Both need
+        fixed batch keys and shapes (the replay's samples have them); the graph also needs the
+        parameters, optimiser states and target networks updated in place (they are: fused
+        Adam, ``HardUpdate``, ``load_state_dict``). Call it after loading a checkpoint: the
+        optimisers are marked ``capturable`` here, a flag their ``load_state_dict`` resets.
+        """
+        if cudagraphs:
+            device = next(self.parameters()).device
+            if device.type != "cuda":
+                raise ValueError(f"cudagraphs=true needs the agent on a CUDA device, not {device}")
+            if not self.cudagraph_update:
+                raise ValueError(
+                    f"cudagraphs=true: {self.name}'s update draws from a random generator of "
+                    "its own, which a CUDA graph capture cannot register; use compile=true alone"
+                )
+            # Adam refuses a capture unless capturable; fused Adam keeps its step counts on the
+            # device anyway, so the flag changes no arithmetic
+            for optimizer in self.optimizers.values():
+                for group in optimizer.param_groups:
+                    group["capturable"] = True
+        update = self.update
+        if compile:
+            update = compile_with_warmup(update, warmup=1)
+        if cudagraphs:
+            update = CudaGraphModule(update, in_keys=[], out_keys=[], warmup=5)
+        self.update = update  # an instance attribute shadows the method
 
     # ------------------------------------------------------------------ checkpoints
     def training_state_dict(self) -> dict[str, Any]:

@@ -373,6 +373,7 @@ class RainbowAgent(Agent):
     config_class = RainbowConfig
     model_type = "Rainbow"  # the original ships no Rainbow file: its trainer's spelling
     export_outputs = ("probabilities",)
+    cudagraph_update = False  # the update noise comes from noise_generator, not the default one
 
     def __init__(self, config: RainbowConfig | None = None) -> None:
         super().__init__(config)

@@ -75,6 +75,7 @@ class MarineNavEnv(EnvBase):
         compile_step: the simulator's ``compile`` (``torch.compile`` of its step, one graph).
             TorchRL's own ``compile=`` keyword of every env is a different thing: it compiles
             the whole ``step_and_maybe_reset`` around the simulator.
+        cudagraph_step: the simulator's ``cudagraphs`` (its step replayed as a CUDA graph).
         render_env: the environment whose trajectories :meth:`render` draws.
     """
 
@@ -101,6 +102,7 @@ class MarineNavEnv(EnvBase):
         max_episode_steps: int = 1000,
         validate: bool = True,
         compile_step: bool = False,
+        cudagraph_step: bool = False,
         render_env: int = 0,
     ) -> None:
         if num_robots is not None:
@@ -116,6 +118,7 @@ class MarineNavEnv(EnvBase):
             robot_slots=robot_slots, obstacle_slots=obstacle_slots, core_slots=core_slots,
             schedule=schedule, device=device, dtype=dtype, seed=seed,
             max_episode_steps=max_episode_steps, validate=validate, compile=compile_step,
+            cudagraphs=cudagraph_step,
         )  # fmt: skip
         if scenarios is not None:
             sim = MarineNavSimulator.from_scenarios(scenarios, action_kind, **common)

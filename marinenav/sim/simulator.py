@@ -94,6 +94,11 @@ class MarineNavSimulator:
         compile: run the arithmetic of :meth:`step` through ``torch.compile`` (one graph,
             static shapes; the first step compiles). Eager, the default, is the reference;
             both give the same results to float round-off and draw the same random numbers.
+        cudagraphs: replay that arithmetic (eager or compiled) as one CUDA graph through
+            ``tensordict.nn.CudaGraphModule`` (CUDA only; captured at the second step). The
+            noise is drawn outside the graph from the simulator's generator, which a capture
+            could not register, and the graph reads the simulator's buffers, which every
+            reset and load writes in place.
     """
 
     def __init__(
@@ -110,6 +115,7 @@ class MarineNavSimulator:
         max_episode_steps: int = MAX_EPISODE_STEPS,
         validate: bool = True,
         compile: bool = False,
+        cudagraphs: bool = False,
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -144,12 +150,11 @@ class MarineNavSimulator:
         self.max_episode_steps = max_episode_steps
         self.num_substeps = int(ROBOT_DEFAULTS["N"])
         self.validate = validate
+        if cudagraphs and self.device.type != "cuda":
+            raise ValueError(f"cudagraphs=True needs a CUDA device, the simulator is on {device}")
         self.compiled = compile
-        self._advance = (
-            torch.compile(self._step_core, fullgraph=True, dynamic=False)
-            if compile
-            else self._step_core
-        )
+        self.cudagraphs = cudagraphs
+        self._advance = self._make_advance()
         # Generate only the resetting environments (needs a nonzero(): free on CPU, a sync on
         # CUDA), or generate all and merge by mask (sync-free anywhere). Both are tested.
         self.compact_resets = self.device.type == "cpu"
@@ -414,6 +419,19 @@ class MarineNavSimulator:
         self.curriculum_step += self.num_envs
         return StepResult(**{name: new[name] for name in StepResult.__dataclass_fields__})
 
+    def _make_advance(self):
+        """:meth:`_step_core` as :meth:`step` runs it: eager, compiled and / or a CUDA graph."""
+        advance = (
+            torch.compile(self._step_core, fullgraph=True, dynamic=False)
+            if self.compiled
+            else self._step_core
+        )
+        if self.cudagraphs:
+            from tensordict.nn import CudaGraphModule  # tensors only: no TorchRL in sim/
+
+            advance = CudaGraphModule(advance, warmup=2)
+        return advance
+
     def _step_core(
         self, actions: torch.Tensor, gauss: torch.Tensor, radius_uniform: torch.Tensor
     ) -> dict[str, torch.Tensor]:
@@ -519,6 +537,8 @@ class MarineNavSimulator:
         )
         if not self._radius_noise.covers(kappas):
             self._radius_noise = VonMisesTable.for_values(kappas)
+            if self.cudagraphs:  # a captured graph reads the old tables: capture anew
+                self._advance = self._make_advance()
 
     def _current(self, points: torch.Tensor) -> torch.Tensor:
         s = self.scenario

@@ -101,6 +101,8 @@ class TrainConfig:
     seed: int = 0  # run seed: environments, exploration; networks use seed + 100
     device: str = "auto"  # auto (CUDA when present), cpu, cuda or cuda:N
     threads: int = 1  # torch CPU threads (0: torch's default); see docs/benchmarks.md
+    compile: bool = False  # torch.compile the env step, the acting network and the update
+    cudagraphs: bool = False  # replay the env step and the update as CUDA graphs (CUDA only)
     resume: Any = None  # null, true (this run directory), or a run directory / checkpoint path
 
 
@@ -211,6 +213,24 @@ def check_known_keys(cfg: DictConfig, prefix: str = "") -> None:
             check_known_keys(node, f"{prefix}{key}.")
 
 
+def check_cudagraphs(cfg) -> None:
+    """``cudagraphs=true`` needs a CUDA device and an agent whose update a graph can capture."""
+    device = cfg.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if not torch.cuda.is_available() or not str(device).startswith("cuda"):
+        found = f"device={device}" if torch.cuda.is_available() else "no CUDA device is available"
+        raise ConfigError(
+            f"cudagraphs=true needs a CUDA device, but {found}; run with cudagraphs=false "
+            "(compile=true is the CPU accelerator)"
+        )
+    if not agent_class(cfg.agent.name).cudagraph_update:
+        raise ConfigError(
+            f"cudagraphs=true: agent {cfg.agent.name}'s update draws from a random generator "
+            "of its own, which a CUDA graph capture cannot register; use compile=true alone"
+        )
+
+
 def validate(cfg) -> None:
     """Checks Hydra cannot make; raises :class:`ConfigError` naming the key, before any
     training."""
@@ -265,6 +285,8 @@ def _validate(cfg) -> None:
             f"env.dtype={cfg.env.dtype} cannot train: training runs the simulator in float32 "
             "(float64 simulation is available through marinenav.envs.MarineNavEnv)"
         )
+    if cfg.cudagraphs:
+        check_cudagraphs(cfg)
     if cfg.logger.backend not in ("csv", "tensorboard", "wandb", "mlflow"):
         raise ConfigError(f"logger.backend must be csv, tensorboard, wandb or mlflow, "
                           f"got {cfg.logger.backend!r}")  # fmt: skip

@@ -10,6 +10,12 @@ happen when the timestep counter crosses their intervals. Metrics are accumulate
 tensors and read back once per logging interval. The trainer knows agents only through that
 contract (``marinenav.agents.base``), never by name.
 
+Accelerators (opt-in, TorchRL's sota ``compile`` / ``cudagraphs`` keys): ``compile=true``
+compiles the environment step (``MarineNavEnv(compile_step=True)``), the acting network
+(``agent.compile_policy()``) and the update (``agent.compile_update()``); ``cudagraphs=true``
+replays the environment step and the update as CUDA graphs (CUDA only, refused at start-up
+elsewhere). Eager is the default and the reference; the accelerated paths are tested equal to it.
+
 Deviations from the original trainer (documented in ``docs/training.md``): timeouts are
 truncations (bootstrapped), many environments run in parallel (so an interval may be crossed in
 the middle of a batched step and is handled at its end), n-step returns are per robot.
@@ -150,6 +156,7 @@ class Trainer:
             robot_slots=cfg.env.robot_slots, obstacle_slots=cfg.env.obstacle_slots,
             core_slots=cfg.env.core_slots, device=self.device, dtype=self.dtype,
             seed=cfg.seed, max_episode_steps=cfg.env.max_episode_steps, validate=False,
+            compile_step=cfg.compile, cudagraph_step=cfg.cudagraphs,
         )  # fmt: skip
         self.learner = make_learner(self.agent, cfg, self.device)
         eval_per_stage, eval_seed = evaluation_layout(cfg)
@@ -182,6 +189,10 @@ class Trainer:
         self.td = self.env.reset()
         if resume_from is not None:
             self.load_checkpoint(resume_from)
+        if cfg.compile:  # after loading: a checkpoint's optimiser state resets capturable
+            self.agent.compile_policy()
+        if cfg.compile or cfg.cudagraphs:
+            self.agent.compile_update(compile=cfg.compile, cudagraphs=cfg.cudagraphs)
         # evaluations.jsonl holds exactly the evaluations of the state the run continues from
         # (a run killed after an evaluation but before the next checkpoint repeats it)
         with open(self.run_dir / "evaluations.jsonl", "w") as f:
