@@ -11,7 +11,8 @@ Training environments have 3 robot slots and no obstacle slots (stage 0 needs no
 
 Prints one row per evaluation (timestep, wall clock, evaluation success with its Wilson 95%
 interval, mean discounted return, training episodes and success since the last row,
-timesteps/s of training excluding evaluations, mean losses) and writes them as JSON lines.
+timesteps/s of training excluding evaluations, the policy's sigma (mean over the two action
+dimensions), mean losses) and writes them as JSON lines.
 
 Usage: ``OMP_NUM_THREADS=1 python benchmarks/ppo_stage0.py --agent mappo --envs 256
 --minutes 12 [--timesteps N] [--eval-every 100000] [--out runs/ppo_stage0/mappo.jsonl]
@@ -121,9 +122,9 @@ def main() -> None:
           f"{args.timesteps:,} timesteps", flush=True)  # fmt: skip
     print(
         "| timestep | wall clock (s) | eval success (n=20, 95% CI) | eval return | "
-        "train episodes | train success | timesteps/s | loss_objective | loss_critic |"
+        "train episodes | train success | timesteps/s | sigma | loss_objective | loss_critic |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
     started = time.perf_counter()
     deadline = started + 60.0 * args.minutes
     training_seconds, timesteps, next_eval = 0.0, 0, args.eval_every
@@ -158,6 +159,7 @@ def main() -> None:
             else {}
         )  # host: once per evaluation
         loss_sum, updates = None, 0
+        sigma = agent.actor.log_std.exp().tolist()  # host: the policy's noise, per evaluation
         success = metrics["eval/success_rate"]
         low, high = metrics["ci95"]["success_rate"]
         row = {
@@ -167,13 +169,14 @@ def main() -> None:
             "eval_return": metrics["eval/return"],
             "train_episodes": episodes,
             "train_success": successes / episodes if episodes else None,
-            "timesteps_per_s": timesteps / training_seconds, **mean_losses,
+            "timesteps_per_s": timesteps / training_seconds, "sigma": sigma, **mean_losses,
         }  # fmt: skip
         rows.append(row)
         train_success = f"{row['train_success']:.2f}" if episodes else "-"
         print(f"| {timesteps:,} | {row['wall_clock_s']:.0f} | {success:.2f} ({low:.2f}-{high:.2f}) "
               f"| {row['eval_return']:.1f} | {episodes} | {train_success} "
-              f"| {row['timesteps_per_s']:.0f} | {mean_losses.get('loss_objective', 0):.3g} "
+              f"| {row['timesteps_per_s']:.0f} | {sum(sigma) / 2:.2f} "
+              f"| {mean_losses.get('loss_objective', 0):.3g} "
               f"| {mean_losses.get('loss_critic', 0):.3g} |", flush=True)  # fmt: skip
         if args.out is not None:
             args.out.parent.mkdir(parents=True, exist_ok=True)
