@@ -293,7 +293,7 @@ def test_pooling_over_the_other_acting_robots_against_a_loop() -> None:
 
 @pytest.mark.parametrize("cls", AGENTS)
 def test_one_learner_cycle_on_the_env_moves_the_networks_without_host_reads(cls) -> None:
-    agent = cls(PPOConfig(rollout_steps=4, epochs=2, minibatches=3))
+    agent = cls(PPOConfig(rollout_steps=4, epochs=2, minibatches=4))
     env = MarineNavEnv(5, "continuous", num_robots=3, seed=0, validate=False, max_episode_steps=2)
     learner = RolloutLearner(agent, _run_config(5, 3), "cpu")
     before = {name: p.detach().clone() for name, p in agent.named_parameters()}
@@ -311,7 +311,7 @@ def test_one_learner_cycle_on_the_env_moves_the_networks_without_host_reads(cls)
         td, learned = _steps(agent, env, learner, td, 1)
     assert sum(counts.values()) == 0, dict(counts)
     losses, updates = learned[0]
-    assert updates == 2 * 3 and learner.step == 0
+    assert updates == 2 * 4 and learner.step == 0
     assert set(losses.keys()) == {"loss_objective", "loss_critic", "loss_entropy"}
     assert all(value.dim() == 0 and torch.isfinite(value) for value in losses.values())
     for name, p in agent.named_parameters():
@@ -393,11 +393,11 @@ def test_bad_input_gets_a_clear_error() -> None:
     with pytest.raises(ValueError, match="epsilon-greedy"):
         agent.policy.set_epsilon(0.1)
     agent.policy.set_epsilon(0.0)
-    with pytest.raises(ValueError, match="minibatches=3 is more than the 2 rows"):
-        RolloutLearner(agent, _run_config(1, 3), "cpu")
-    learner = RolloutLearner(agent, _run_config(2, 5), "cpu")
-    env = MarineNavEnv(2, "continuous", num_robots=3, seed=0, validate=False)
-    with pytest.raises(ValueError, match=r"built for \[E, R\] = \[2, 5\]"):
+    with pytest.raises(ValueError, match="minibatches=3 must divide the 4 rows"):
+        RolloutLearner(agent, _run_config(2, 3), "cpu")
+    learner = RolloutLearner(agent, _run_config(3, 5), "cpu")
+    env = MarineNavEnv(3, "continuous", num_robots=3, seed=0, validate=False)
+    with pytest.raises(ValueError, match=r"built for \[E, R\] = \[3, 5\]"):
         _steps(agent, env, learner, env.reset(), 1)
     with pytest.raises(ValueError, match="missing"):
         agent.losses(_minibatch(agent, 4, 3).exclude(ADVANTAGE_KEY))

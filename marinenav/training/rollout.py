@@ -8,8 +8,8 @@ agent.config.rollout_steps`` batched steps in preallocated device buffers ``[E, 
 into column ``t`` in place: no allocation and no host read per step. When ``T`` steps are in,
 :meth:`learn` asks the agent for values and GAE advantages of the whole rollout
 (``agent.estimate_advantages``), takes ``epochs x minibatches`` gradient steps
-(``agent.update``) on random minibatches of ``(environment, step)`` rows, each with all its robot
-slots (the centralised critic needs them together), and starts the next rollout.
+(``agent.update``) on random, equal minibatches of ``(environment, step)`` rows, each with all
+its robot slots (the centralised critic needs them together), and starts the next rollout.
 
 Rollout layout (``E`` environments, ``T`` steps, ``R`` robot slots):
 
@@ -100,9 +100,11 @@ class RolloutLearner:
         self.epochs = int(acfg.epochs)
         self.minibatches = int(acfg.minibatches)
         rows = self.num_envs * self.rollout_steps
-        if self.minibatches > rows:
+        if rows % self.minibatches:
+            # equal minibatches: one shape for every update (what torch.compile and CUDA graphs
+            # of agent.update need)
             raise ValueError(
-                f"agent.minibatches={self.minibatches} is more than the {rows} rows of a rollout "
+                f"agent.minibatches={self.minibatches} must divide the {rows} rows of a rollout "
                 f"(env.num_envs x agent.rollout_steps)"
             )
         dtype = torch.float64 if cfg.env.get("dtype", "float32") == "float64" else torch.float32
