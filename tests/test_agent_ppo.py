@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch._dynamo
 from omegaconf import OmegaConf
 from tensordict import TensorDict
+from torch._dynamo.utils import counters
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents.ppo import (
@@ -30,6 +32,8 @@ from marinenav.agents.ppo import (
 from marinenav.envs import MarineNavEnv
 from marinenav.policy.networks import squash
 from marinenav.training.rollout import RolloutLearner
+from tests.agent_utils import robot_observations
+from tests.compile_utils import needs_cxx
 from tests.test_no_host_sync import count_read_backs
 
 AGENTS = [MAPPOAgent, IPPOAgent]
@@ -351,6 +355,41 @@ def test_learner_state_round_trip_mid_rollout_continues_identically(cls) -> None
         torch.testing.assert_close(other_losses[key], value, rtol=0, atol=0)
     for (name, p), q in zip(agent.named_parameters(), other.parameters(), strict=True):
         torch.testing.assert_close(q, p, rtol=0, atol=0, msg=name)
+
+
+@needs_cxx
+@pytest.mark.slow
+@pytest.mark.parametrize("cls", AGENTS)
+def test_compiled_update_and_acting_equal_eager_and_compile_once(cls) -> None:
+    """``compile_update()`` on rollout minibatches and ``compile_policy()`` (the actor's
+    ``mu, sigma`` module; the noise stays eager): eager's losses, parameters (to ``1e-6``, a
+    hundredth of one Adam step) and actions, no graph made after the first compiled call."""
+    torch._dynamo.reset()
+    counters.clear()
+    eager, compiled = cls(), cls()
+    compiled.compile_update()
+    for k in range(4):
+        batch = _minibatch(eager, 16, 3, seed=k)
+        with torch._dynamo.config.patch(error_on_recompile=k > 1):
+            results = [agent.update(batch.clone()) for agent in (eager, compiled)]
+        for key, value in results[0].items():
+            torch.testing.assert_close(results[1][key], value, rtol=1e-5, atol=1e-6)
+    assert counters["stats"]["unique_graphs"] >= 1
+    for p, q in zip(eager.parameters(), compiled.parameters(), strict=True):
+        torch.testing.assert_close(q, p, rtol=0, atol=1e-6)
+    torch._dynamo.reset()
+    counters.clear()
+    eager, compiled = cls(), cls()  # fresh random streams (_minibatch acted with eager's)
+    compiled.compile_policy()
+    with set_exploration_type(ExplorationType.RANDOM):
+        for t in range(4):
+            obs = robot_observations(4, 5, seed=t)
+            with torch._dynamo.config.patch(error_on_recompile=t > 0):
+                acted = [
+                    agent.policy(obs.clone())["agents", "action"] for agent in (eager, compiled)
+                ]
+            torch.testing.assert_close(acted[1], acted[0], rtol=0, atol=1e-6)
+    assert counters["stats"]["unique_graphs"] == 1
 
 
 # --- export, config, bad input ------------------------------------------------------------------

@@ -244,9 +244,11 @@ class CentralisedCritic(nn.Module):
 
 
 class GaussianRolloutPolicy(PolicyWrapper):
-    """The acting module of the PPO agents: a :class:`PolicyWrapper` over the agent's
-    ``ProbabilisticActor`` that writes, for a batch of any shape (``[E]`` with the ``("agents",
-    ...)`` group ``[E, R]``, or a flat ``[N]``):
+    """The acting module of the PPO agents: a :class:`PolicyWrapper` over the actor's
+    ``TensorDictModule`` that writes ``mu`` and ``sigma`` (the module the loss's
+    ``ProbabilisticActor`` wraps, and what ``Agent.compile_policy`` compiles). It writes, for a
+    batch of any shape (``[E]`` with the ``("agents", ...)`` group ``[E, R]``, or a flat
+    ``[N]``):
 
     =================================  ================================================
     ``("agents", "latent_action")``    ``z = mu + sigma * noise`` exploring, ``mu`` else
@@ -261,8 +263,10 @@ class GaussianRolloutPolicy(PolicyWrapper):
     :meth:`set_epsilon` accepts only 0.
     """
 
-    def __init__(self, actor: ProbabilisticActor, seed: int = 0) -> None:
-        super().__init__(actor, marinenav_action_spec("continuous"), out_key=ACTION_KEY, seed=seed)
+    def __init__(self, loc_scale: TensorDictModule, seed: int = 0) -> None:
+        super().__init__(
+            loc_scale, marinenav_action_spec("continuous"), out_key=ACTION_KEY, seed=seed
+        )
         self.out_keys = [LOC_KEY, SCALE_KEY, LATENT_KEY, LOG_PROB_KEY, ACTION_KEY]
 
     def set_epsilon(self, value: float | torch.Tensor) -> None:
@@ -275,8 +279,9 @@ class GaussianRolloutPolicy(PolicyWrapper):
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         explore = self.exploring()
         with torch.no_grad():
-            dist = self.selector.get_dist(tensordict)  # writes loc and scale
+            self.selector(tensordict)
             loc, scale = tensordict.get(LOC_KEY), tensordict.get(SCALE_KEY)
+            dist = IndependentNormal(loc, scale)  # the loss's distribution (ProbabilisticActor)
             latent = loc
             if explore:
                 noise = torch.randn(loc.shape, generator=self.generator(loc.device),
@@ -319,10 +324,11 @@ class PPOAgent(Agent):
         else:
             self.critic = IndependentCritic(cfg.seed + 1, normalize)
             critic_in_keys = list(OBSERVATION_KEYS)
+        loc_scale = TensorDictModule(
+            _LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=[LOC_KEY, SCALE_KEY]
+        )
         self.actor_module = ProbabilisticActor(
-            TensorDictModule(
-                _LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=[LOC_KEY, SCALE_KEY]
-            ),
+            loc_scale,
             in_keys={"loc": LOC_KEY, "scale": SCALE_KEY},
             out_keys=[LATENT_KEY],
             distribution_class=IndependentNormal,
@@ -352,7 +358,7 @@ class PPOAgent(Agent):
             "actor": make_adam(self.actor.parameters(), cfg.lr),
             "critic": make_adam(self.critic.parameters(), cfg.lr),
         }
-        self.policy = GaussianRolloutPolicy(self.actor_module, seed=cfg.seed)
+        self.policy = GaussianRolloutPolicy(loc_scale, seed=cfg.seed)
 
     # ------------------------------------------------------------------ learning
     def estimate_advantages(self, rollout: TensorDictBase) -> TensorDictBase:
