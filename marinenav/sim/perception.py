@@ -21,6 +21,11 @@ from marinenav.sim.dynamics import VesselState, world_to_body
 from marinenav.sim.noise import VonMisesTable
 from marinenav.sim.scenario import Scenario
 
+# compact perception computes the picked (robot, candidate) pairs only when they are at most
+# this share of all: picking costs about a tenth of a dense perception (measured, E = 1024 and
+# 8192, 2-core CPU), so it pays below about 85% (docs/benchmarks.md)
+COMPACT_FRACTION = 0.8
+
 
 @dataclass
 class Observation:
@@ -86,6 +91,7 @@ def perceive(
     radius_noise: VonMisesTable,
     robot_index: torch.Tensor,
     slot_index: torch.Tensor,
+    compact: bool = False,
 ) -> PerceptionResult:
     """Perceive for every robot slot at once (A5 steps 1-5).
 
@@ -102,6 +108,12 @@ def perceive(
         radius_noise: inverse-CDF tables covering every value of ``scenario.r_kappa``.
         robot_index: ``[R]`` int64 ``arange(R)``, made once by the caller.
         slot_index: ``[5]`` int64 ``arange(5)``, made once by the caller.
+        compact: work only where it is needed: the robots that perceive (``active``: not
+            finished, not absent, environment not done) and the candidate slots some of them
+            can see, picked with ``nonzero`` (data-dependent shapes: for eager CPU code, where
+            picking reads nothing back from a device). Otherwise every (robot, candidate) pair
+            is computed and masked: fixed shapes, for compiled and CUDA code. Both give the
+            same numbers from the same noise (drawn for every pair either way).
     """
     pos, theta, velocity, thrust = state.pos, state.theta, state.velocity, state.thrust
     s = scenario
@@ -111,57 +123,45 @@ def perceive(
     K = O + R
     cos, sin = torch.cos(theta), torch.sin(theta)
 
-    # Candidates as every robot sees them: [E, R, K, ...].
-    cand_pos = torch.cat((obstacle_pos, pos), dim=1).unsqueeze(1).expand(E, R, K, 2)
+    # Candidates of each environment [E, K, ...], and which ones each robot may see [E, R, K].
+    cand_pos = torch.cat((obstacle_pos, pos), dim=1)
     cand_vel = torch.cat((torch.zeros_like(obstacle_pos), velocity[..., :2]), dim=1)
-    cand_vel = cand_vel.unsqueeze(1).expand(E, R, K, 2)
-    cand_radius = torch.cat((s.obstacle_radius, radius), dim=1).unsqueeze(1).expand(E, R, K)
+    cand_radius = torch.cat((s.obstacle_radius, radius), dim=1)
     not_self = robot_index.view(1, R, 1) != robot_index.view(1, 1, R)  # [1, R, R]
     robot_visible = active.unsqueeze(1) & not_self  # [E, R(ego), R(other)]
     cand_valid = torch.cat((s.obstacle_present.unsqueeze(1).expand(E, R, O), robot_visible), dim=2)
+    ego = _Ego(pos=pos, cos=cos, sin=sin, radius=radius, active=active, scenario=s)
+    candidates = _Candidates(pos=cand_pos, vel=cand_vel, radius=cand_radius)
 
-    # Noise, world frame (A5): position, velocity, then von Mises radius factor.
-    gauss = noise.gauss
-    noisy_pos = cand_pos + gauss[..., 0:2] * s.pos_std.view(E, R, 1, 1)
-    noisy_vel = cand_vel + gauss[..., 2:4] * s.vel_std.view(E, R, 1, 1)
-    x = radius_noise.angles(s.r_kappa.view(E, R, 1), noise.radius_uniform)
-    rho = s.r_mean_ratio.view(E, R, 1)
-    noisy_radius = cand_radius * (rho + (1 - rho) * x / math.pi)
-
-    # Detection in the ego frame with noisy values.
-    ego_cos, ego_sin = cos.unsqueeze(-1), sin.unsqueeze(-1)
-    rel = world_to_body(noisy_pos - pos.unsqueeze(2), ego_cos, ego_sin)  # [E, R, K, 2]
-    rel_dist = torch.linalg.vector_norm(rel, dim=-1)
-    # |atan2(q_y, q_x)| <= angle / 2  <=>  q_x >= |q| cos(angle / 2), for angle in [0, 2 pi]
-    sector_cos = torch.cos(0.5 * s.perception_angle.clamp(max=2 * math.pi)).unsqueeze(-1)
-    detected = (
-        cand_valid
-        & (rel_dist <= s.perception_range.unsqueeze(-1) + noisy_radius)
-        & (rel[..., 0] >= rel_dist * sector_cos)
-        & active.unsqueeze(-1)
-    )
-
-    # Collision with true values, for detected objects only (A5.3, quirk A12.9).
-    true_dist = torch.linalg.vector_norm(cand_pos - pos.unsqueeze(2), dim=-1)
-    ego_radius = radius.unsqueeze(-1)
-    collision = (detected & (true_dist - cand_radius - ego_radius <= 0)).any(dim=-1)
+    if compact:
+        rows = active.reshape(-1).nonzero().squeeze(-1)  # [N] robots that perceive
+        picked_valid = cand_valid.reshape(E * R, K).index_select(0, rows)
+        columns = picked_valid.any(dim=0).nonzero().squeeze(-1)  # [K'] slots someone may see
+        # keep the dense path unless the picked pairs are few enough (only shapes are read)
+        compact = rows.numel() * columns.numel() <= COMPACT_FRACTION * E * R * K
+    if compact:
+        env = torch.div(rows, R, rounding_mode="floor")
+        gauss = noise.gauss.reshape(E * R, K, 4).index_select(0, rows)
+        uniform = noise.radius_uniform.reshape(E * R, K).index_select(0, rows)
+        if columns.numel() < K:
+            picked_valid = picked_valid.index_select(1, columns)
+            gauss, uniform = gauss.index_select(1, columns), uniform.index_select(1, columns)
+        seen = _nearest_objects(
+            ego.rows(rows), candidates.rows(env, columns), picked_valid, gauss, uniform,
+            radius_noise, slot_index,
+        )  # fmt: skip
+        objects = seen.objects.new_zeros(E * R, MAX_OBJECTS, 5).index_copy_(0, rows, seen.objects)
+        objects_mask = active.new_zeros(E * R, MAX_OBJECTS).index_copy_(0, rows, seen.mask)
+        collision = active.new_zeros(E * R).index_copy_(0, rows, seen.collision)
+        objects, objects_mask = objects.view(E, R, MAX_OBJECTS, 5), objects_mask.view(E, R, -1)
+        collision = collision.view(E, R)
+    else:
+        seen = _nearest_objects(
+            ego, candidates.per_robot(), cand_valid, noise.gauss, noise.radius_uniform,
+            radius_noise, slot_index,
+        )  # fmt: skip
+        objects, objects_mask, collision = seen.objects, seen.mask, seen.collision
     reach_goal = active & (torch.linalg.vector_norm(goal - pos, dim=-1) <= s.goal_dis)
-
-    # The 5 detected objects with the smallest noisy clearance, nearest first, stable order.
-    clearance = rel_dist - noisy_radius - ego_radius
-    key = torch.where(detected, clearance, torch.full_like(clearance, math.inf))
-    if K < MAX_OBJECTS:
-        pad = MAX_OBJECTS - K
-        key = torch.nn.functional.pad(key, (0, pad), value=math.inf)
-        detected = torch.nn.functional.pad(detected, (0, pad), value=False)
-    order = torch.sort(key, dim=-1, stable=True).indices[..., :MAX_OBJECTS]  # [E, R, 5]
-    vel_body = world_to_body(noisy_vel, ego_cos, ego_sin)
-    record = torch.cat((rel, vel_body, noisy_radius.unsqueeze(-1)), dim=-1)  # [E, R, K, 5]
-    if K < MAX_OBJECTS:
-        record = torch.nn.functional.pad(record, (0, 0, 0, MAX_OBJECTS - K))
-    objects = torch.gather(record, 2, order.unsqueeze(-1).expand(E, R, MAX_OBJECTS, 5))
-    objects_mask = torch.gather(detected, 2, order) & (slot_index < s.max_obj_num.unsqueeze(-1))
-    objects = torch.where(objects_mask.unsqueeze(-1), objects, torch.zeros_like(objects))
 
     own = self_state(pos, cos, sin, velocity, thrust, goal)
     own = torch.where(active.unsqueeze(-1), own, torch.zeros_like(own))
@@ -170,3 +170,125 @@ def perceive(
         collision=collision,
         reach_goal=reach_goal,
     )
+
+
+@dataclass
+class _Ego:
+    """The perceiving robots, batch shape ``B`` (``[E, R]``, or ``[N]`` picked rows): position
+    ``B + [2]``, heading cos / sin, collision radius, activity and their scenario's per-robot
+    perception constants (``pos_std`` ... ``max_obj_num``, read from ``scenario``)."""
+
+    pos: torch.Tensor
+    cos: torch.Tensor
+    sin: torch.Tensor
+    radius: torch.Tensor
+    active: torch.Tensor
+    scenario: Scenario | None = None
+    constants: dict[str, torch.Tensor] | None = None
+
+    CONSTANTS = ("pos_std", "vel_std", "r_kappa", "r_mean_ratio", "perception_range",
+                 "perception_angle", "max_obj_num")  # fmt: skip
+
+    def constant(self, name: str) -> torch.Tensor:
+        return getattr(self.scenario, name) if self.constants is None else self.constants[name]
+
+    def rows(self, rows: torch.Tensor) -> _Ego:
+        """The robots at flat indices ``rows`` ``[N]`` of ``[E * R]``."""
+
+        def pick(value: torch.Tensor) -> torch.Tensor:
+            E, R = self.active.shape
+            return value.reshape(E * R, *value.shape[2:]).index_select(0, rows)
+
+        constants = {name: pick(self.constant(name)) for name in self.CONSTANTS}
+        return _Ego(pick(self.pos), pick(self.cos), pick(self.sin), pick(self.radius),
+                    pick(self.active), constants=constants)  # fmt: skip
+
+
+@dataclass
+class _Candidates:
+    """Every environment's candidate objects ``[E, K, ...]`` (obstacle slots, then robot
+    slots): true position and velocity (world frame) and radius."""
+
+    pos: torch.Tensor
+    vel: torch.Tensor
+    radius: torch.Tensor
+
+    def per_robot(self) -> _Candidates:
+        """Views ``[E, 1, K, ...]`` that broadcast over the robot slots."""
+        return _Candidates(self.pos.unsqueeze(1), self.vel.unsqueeze(1), self.radius.unsqueeze(1))
+
+    def rows(self, env: torch.Tensor, columns: torch.Tensor) -> _Candidates:
+        """The candidates ``columns`` ``[K']`` of environments ``env`` ``[N]``: ``[N, K', ...]``."""
+
+        def pick(value: torch.Tensor) -> torch.Tensor:
+            if columns.numel() < value.shape[1]:
+                value = value.index_select(1, columns)
+            return value.index_select(0, env)
+
+        return _Candidates(pick(self.pos), pick(self.vel), pick(self.radius))
+
+
+@dataclass
+class _Seen:
+    objects: torch.Tensor  # B + [5, 5]
+    mask: torch.Tensor  # B + [5]
+    collision: torch.Tensor  # B
+
+
+def _nearest_objects(
+    ego: _Ego,
+    cand: _Candidates,
+    cand_valid: torch.Tensor,
+    gauss: torch.Tensor,
+    radius_uniform: torch.Tensor,
+    radius_noise: VonMisesTable,
+    slot_index: torch.Tensor,
+) -> _Seen:
+    """Detection, collision and the 5 nearest detected objects of robots with batch shape
+    ``B``, against ``K`` candidates (``cand``: ``B + [K, ...]`` or broadcastable to it;
+    ``cand_valid``, ``radius_uniform``: ``B + [K]``; ``gauss``: ``B + [K, 4]``)."""
+    c = ego.constant
+    pos_std, vel_std = c("pos_std").unsqueeze(-1), c("vel_std").unsqueeze(-1)
+    # Noise, world frame (A5): position, velocity, then von Mises radius factor.
+    noisy_pos = cand.pos + gauss[..., 0:2] * pos_std.unsqueeze(-1)
+    noisy_vel = cand.vel + gauss[..., 2:4] * vel_std.unsqueeze(-1)
+    x = radius_noise.angles(c("r_kappa").unsqueeze(-1), radius_uniform)
+    rho = c("r_mean_ratio").unsqueeze(-1)
+    noisy_radius = cand.radius * (rho + (1 - rho) * x / math.pi)
+
+    # Detection in the ego frame with noisy values.
+    ego_cos, ego_sin = ego.cos.unsqueeze(-1), ego.sin.unsqueeze(-1)
+    rel = world_to_body(noisy_pos - ego.pos.unsqueeze(-2), ego_cos, ego_sin)  # B + [K, 2]
+    rel_dist = torch.linalg.vector_norm(rel, dim=-1)
+    # |atan2(q_y, q_x)| <= angle / 2  <=>  q_x >= |q| cos(angle / 2), for angle in [0, 2 pi]
+    sector_cos = torch.cos(0.5 * c("perception_angle").clamp(max=2 * math.pi)).unsqueeze(-1)
+    detected = (
+        cand_valid
+        & (rel_dist <= c("perception_range").unsqueeze(-1) + noisy_radius)
+        & (rel[..., 0] >= rel_dist * sector_cos)
+        & ego.active.unsqueeze(-1)
+    )
+
+    # Collision with true values, for detected objects only (A5.3, quirk A12.9).
+    true_dist = torch.linalg.vector_norm(cand.pos - ego.pos.unsqueeze(-2), dim=-1)
+    ego_radius = ego.radius.unsqueeze(-1)
+    collision = (detected & (true_dist - cand.radius - ego_radius <= 0)).any(dim=-1)
+
+    # The 5 detected objects with the smallest noisy clearance, nearest first, stable order.
+    clearance = rel_dist - noisy_radius - ego_radius
+    key = torch.where(detected, clearance, torch.full_like(clearance, math.inf))
+    K = key.shape[-1]
+    if K < MAX_OBJECTS:
+        key = torch.nn.functional.pad(key, (0, MAX_OBJECTS - K), value=math.inf)
+        detected = torch.nn.functional.pad(detected, (0, MAX_OBJECTS - K), value=False)
+    order = torch.sort(key, dim=-1, stable=True).indices[..., :MAX_OBJECTS]  # B + [5]
+    vel_body = world_to_body(noisy_vel, ego_cos, ego_sin)
+    noisy_radius = noisy_radius.expand(rel_dist.shape)
+    record = torch.cat((rel, vel_body, noisy_radius.unsqueeze(-1)), dim=-1)  # B + [K, 5]
+    if K < MAX_OBJECTS:
+        record = torch.nn.functional.pad(record, (0, 0, 0, MAX_OBJECTS - K))
+    index = order.unsqueeze(-1).expand(*order.shape, 5)
+    objects = torch.gather(record, -2, index)
+    mask = torch.gather(detected, -1, order) & (slot_index < c("max_obj_num").unsqueeze(-1))
+    objects = torch.where(mask.unsqueeze(-1), objects, torch.zeros_like(objects))
+    return _Seen(objects=objects, mask=mask, collision=collision)

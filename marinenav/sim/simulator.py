@@ -158,6 +158,10 @@ class MarineNavSimulator:
         # Generate only the resetting environments (needs a nonzero(): free on CPU, a sync on
         # CUDA), or generate all and merge by mask (sync-free anywhere). Both are tested.
         self.compact_resets = self.device.type == "cpu"
+        # Perceive only the robots that perceive (and the candidate slots they may see) when
+        # that skips enough work; eager CPU only (picking them is free there, a sync on CUDA;
+        # a compiled step keeps fixed shapes). Same numbers either way.
+        self.compact_perception = self.device.type == "cpu"
         self.schedule = schedule
         self._curriculum = CurriculumTable(schedule, device=self.device, dtype=dtype)
         self.generator = torch.Generator(device=self.device)
@@ -565,9 +569,11 @@ class MarineNavSimulator:
         robots only) and the turn angle ``phi``.
         """
         s = self.scenario if scenario is None else scenario
+        compact = self.compact_perception and not torch.compiler.is_compiling()
         seen = perceive(
-            state, s, active, noise, self._radius_noise, self._robot_index, self._slot_index
-        )
+            state, s, active, noise, self._radius_noise, self._robot_index, self._slot_index,
+            compact=compact,
+        )  # fmt: skip
         obs = seen.observation
         apply, phi = colregs_turn(obs.objects, obs.objects_mask, obs.self_state[..., 2:4], s.radius)
         return seen, apply & active, phi
