@@ -10,12 +10,16 @@ script measures, per agent:
   ``baddbmm``; shapes taken from a ``torch.profiler`` trace of one update) replayed alone on
   random operands of the same shapes and dtype, back to back;
 * ``overhead``: ``update / floor``: what element-wise kernels, autograd bookkeeping, clipping
-  and the optimiser add on top.
+  and the optimiser add on top;
+* with ``--compile``, ``compiled``: the same update through ``agent.compile_update()``
+  (``torch.compile``; a second agent with the same seed, compiled before timing), timed in the
+  same interleaved rounds.
 
 The floor replays contiguous operands; a transposed operand in the real update can cost a few
 percent more or less. Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/update_roofline.py [--agents ac_iqn dqn] [--batch 64]
+    OMP_NUM_THREADS=1 python benchmarks/update_roofline.py --compile
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import time
 import torch
 from tensordict import TensorDict
 
-from marinenav.agents import AGENT_NAMES, make_agent
+from marinenav.agents import AGENT_NAMES, agent_class, make_agent
 
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 
@@ -92,14 +96,22 @@ def replay_matmuls(calls, dtype: torch.dtype, generator: torch.Generator):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--agents", nargs="+", default=list(AGENT_NAMES))
+    # the agents learning from replayed transitions (random_batch's layout; not PPO's rollouts)
+    replay_agents = [name for name in AGENT_NAMES if agent_class(name).learning == "replay"]
+    parser.add_argument("--agents", nargs="+", default=replay_agents)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--compile", action="store_true", help="also time the compiled update")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), "
           f"{platform.processor() or platform.machine()}, batch {args.batch}")  # fmt: skip
-    print("| agent | update (ms) | matmul floor (ms) | matmuls per update | update / floor |")
-    print("|---|---:|---:|---:|---:|")
+    header = "| agent | update (ms) | matmul floor (ms) | matmuls per update | update / floor |"
+    rule = "|---|---:|---:|---:|---:|"
+    if args.compile:
+        header += " compiled (ms) | compiled / floor | compile (s) |"
+        rule += "---:|---:|---:|"
+    print(header)
+    print(rule)
     for name in args.agents:
         generator = torch.Generator().manual_seed(0)
         agent = make_agent(name)
@@ -108,9 +120,25 @@ def main() -> None:
             agent.update(batch)
         calls = matmul_calls(agent, batch)
         floor_fn = replay_matmuls(calls, torch.float32, generator)
-        update, floor = best_seconds([lambda: agent.update(batch), floor_fn], args.repeats)  # noqa: B023
-        print(f"| {name} | {update * 1e3:.2f} | {floor * 1e3:.2f} | {len(calls)} | "
-              f"{update / floor:.1f}x |", flush=True)  # fmt: skip
+        fns = [lambda: agent.update(batch), floor_fn]  # noqa: B023
+        if args.compile:
+            # one agent per process in training: forget the other agents' graphs, which share
+            # code objects (Agent.step_optimizer, the optimisers' step) and their cache limit
+            torch._dynamo.reset()
+            compiled = make_agent(name)
+            compiled.compile_update()
+            start = time.perf_counter()
+            for _ in range(3):  # eager warm-up, compilation, first compiled call
+                compiled.update(batch)
+            compile_seconds = time.perf_counter() - start
+            fns.append(lambda: compiled.update(batch))  # noqa: B023
+        times = best_seconds(fns, args.repeats)
+        update, floor = times[:2]
+        row = (f"| {name} | {update * 1e3:.2f} | {floor * 1e3:.2f} | {len(calls)} | "
+               f"{update / floor:.1f}x |")  # fmt: skip
+        if args.compile:
+            row += f" {times[2] * 1e3:.2f} | {times[2] / floor:.1f}x | {compile_seconds:.0f} |"
+        print(row, flush=True)
 
 
 if __name__ == "__main__":

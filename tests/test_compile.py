@@ -18,7 +18,7 @@ import torch._inductor.config
 from torch._dynamo.utils import counters
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from marinenav.agents import AGENT_NAMES, make_agent
+from marinenav.agents import AGENT_NAMES, agent_class, make_agent
 from marinenav.envs import MarineNavEnv
 from marinenav.sim import MarineNavSimulator
 from marinenav.sim.curriculum import CurriculumSchedule
@@ -27,10 +27,13 @@ from tests.agent_utils import robot_observations, training_batch
 from tests.compile_utils import needs_cxx
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-# DQN in the default run; the others compile for 20-45 s each on the 2-core machine
+# DQN in the default run; the others compile for 20-70 s each on the 2-core machine
 EVERY_AGENT = [
     pytest.param(name, marks=() if name == "dqn" else pytest.mark.slow) for name in AGENT_NAMES
 ]
+# agents learning from replayed robot transitions (tests/agent_utils.training_batch); the PPO
+# agents' rollout minibatches are covered in tests/test_agent_ppo.py
+REPLAY_AGENTS = [p for p in EVERY_AGENT if agent_class(p.values[0]).learning == "replay"]
 
 SCHEDULE = CurriculumSchedule(
     timesteps=[0], num_robots=[4], num_cores=[2], num_obstacles=[3], min_start_goal_dis=[30.0]
@@ -124,7 +127,7 @@ def _assert_same_updates(eager, accelerated, updates: int, device: str = "cpu") 
 
 
 @needs_cxx
-@pytest.mark.parametrize("name", EVERY_AGENT)
+@pytest.mark.parametrize("name", REPLAY_AGENTS)
 def test_compiled_update_equals_eager_and_compiles_once(name: str) -> None:
     """``compile_update()``: the first update runs eagerly (the optimisers' state is created),
     the next ones compiled; losses and parameters follow eager's, and after the first compiled
@@ -155,8 +158,9 @@ def test_compiled_acting_equals_eager_and_compiles_once(name: str) -> None:
     counters.clear()
     eager, compiled = make_agent(name), make_agent(name)
     compiled.compile_policy()
-    for agent in (eager, compiled):
-        agent.policy.set_epsilon(0.3)
+    if eager.epsilon_greedy:  # exploration draws from the policy's stream too
+        for agent in (eager, compiled):
+            agent.policy.set_epsilon(0.3)
     graphs = None
     with set_exploration_type(ExplorationType.RANDOM):
         for t in range(6):
@@ -225,7 +229,9 @@ def test_cudagraph_step_equals_eager(compile: bool) -> None:
 @pytest.mark.cuda
 @needs_cuda
 @pytest.mark.parametrize("compile", [False, pytest.param(True, marks=needs_cxx)])
-@pytest.mark.parametrize("name", [n for n in AGENT_NAMES if n != "rainbow"])
+@pytest.mark.parametrize(
+    "name", [p.values[0] for p in REPLAY_AGENTS if agent_class(p.values[0]).cudagraph_update]
+)
 def test_cudagraph_update_equals_eager(name: str, compile: bool) -> None:
     """``compile_update(cudagraphs=True)``: 5 eager warm-up updates on a side stream, the
     capture, then replays; 8 updates on new batches follow eager's losses and parameters
