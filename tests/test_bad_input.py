@@ -21,7 +21,7 @@ AGENT_CHOICES = ", ".join(sorted(path.stem for path in (ROOT / "conf" / "agent")
 @pytest.mark.parametrize(
     ("override", "line"),
     [
-        ("+foo=1", "error: unknown key foo: the config has agent, checkpoint, curriculum,"),
+        ("+foo=1", "error: unknown key foo: the config has agent, checkpoint, compile, cudagraphs"),
         ("agent=ac_iqn_schema",
          "error: In 'config': Could not find 'agent/ac_iqn_schema'; Available options in "
          f"'agent': {AGENT_CHOICES}"),
