@@ -4,17 +4,21 @@ makes no host read-back; bad configs fail before any training; Hydra runs and sw
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
+from tensordict import TensorDictBase
 
-from marinenav.agents import AGENT_NAMES
-from marinenav.training.config import register_configs
+import marinenav.training.config as config_module
+from marinenav.agents import AGENT_NAMES, agent_class
+from marinenav.training.config import ConfigError, memory_estimate, register_configs, validate
 from marinenav.training.trainer import Trainer, crossed, linear_epsilon
 from tests.compile_utils import needs_cxx
 from tests.test_no_host_sync import count_read_backs
@@ -56,20 +60,68 @@ def test_schedules_follow_the_original() -> None:
     assert crossed(0, 16, 60_000, first=16) and not crossed(16, 32, 60_000, first=16)
 
 
+def first_agent(learning: str) -> str:
+    """The first registered agent whose class learns by ``learning`` ("replay", "rollout")."""
+    return next(name for name in AGENT_NAMES if agent_class(name).learning == learning)
+
+
+def expected_updates(cfg, timesteps: int) -> int:
+    """Gradient updates a run has taken after ``timesteps`` (a multiple of ``env.num_envs``),
+    worked out from the learner rules of docs/training.md for the agent's ``learning``:
+
+    * replay: ``updates_per_timestep`` per timestep from the batched step that reaches
+      ``learning_starts`` on (its timesteps included), fractions carried over;
+    * rollout: ``epochs x minibatches`` per full rollout of ``rollout_steps`` batched steps.
+    """
+    num_envs = cfg.env.num_envs
+    if agent_class(cfg.agent.name).learning == "rollout":
+        rollouts = timesteps // num_envs // cfg.agent.rollout_steps
+        return rollouts * cfg.agent.epochs * cfg.agent.minibatches
+    first = max(math.ceil(cfg.training.learning_starts / num_envs), 1) * num_envs
+    if timesteps < first:
+        return 0
+    return math.floor((timesteps - first + num_envs) * cfg.training.updates_per_timestep)
+
+
+def assert_same_state(a: Any, b: Any, where: str) -> None:
+    """Two learner states (nested dicts of tensors, TensorDicts and numbers) hold equal values."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            assert_same_state(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, TensorDictBase):
+        assert set(a.keys(True, True)) == set(b.keys(True, True)), where
+        for key in a.keys(True, True):
+            assert torch.equal(a.get(key), b.get(key)), (where, key)
+    elif isinstance(a, torch.Tensor):
+        assert torch.equal(a, b), where
+    else:
+        assert a == b, where
+
+
+def test_expected_update_counts_of_the_tiny_run() -> None:
+    """The tiny run's counts, by hand: replay, 0.25 per timestep from the step reaching
+    timestep 40 (61 batched steps of 2 environments to 160: 30.5); rollout, one rollout of 64
+    batched steps by 160 timesteps (80 steps), 5 epochs x 4 minibatches."""
+    replay, rollout = (tiny_config(f"agent={first_agent(kind)}") for kind in ("replay", "rollout"))
+    assert [expected_updates(replay, t) for t in (38, 40, 160, 200)] == [0, 0, 30, 40]
+    assert [expected_updates(rollout, t) for t in (126, 128, 160, 256)] == [0, 20, 20, 40]
+
+
 @pytest.mark.parametrize("agent", AGENT_NAMES)
 def test_train_evaluate_checkpoint_resume(agent: str, tmp_path: Path) -> None:
     cfg = tiny_config(f"agent={agent}")
     trainer = Trainer(cfg, tmp_path)
     final = trainer.train()
     assert trainer.timesteps == 160
-    assert trainer.updates == 30  # 0.5 per batched step of 2 envs, 61 steps from timestep 40
+    assert trainer.updates == expected_updates(cfg, 160) > 0
     assert [e["timestep"] for e in trainer.evaluations] == [80, 160]
     assert 0.0 <= final["eval/success_rate"] <= 1.0
     assert len((tmp_path / "evaluations.jsonl").read_text().splitlines()) == 2
     assert len(json.loads((tmp_path / "eval_configs.json").read_text())) == 2
     assert (tmp_path / "logs" / "scalars" / "train" / "success_rate.csv").is_file()
 
-    # resume the finished run with a larger budget: counters, parameters and replay continue
+    # resume the finished run with a larger budget: counters, parameters and learner continue
     with open_dict(cfg):
         cfg.resume = True
         cfg.training.total_timesteps = 200
@@ -79,10 +131,10 @@ def test_train_evaluate_checkpoint_resume(agent: str, tmp_path: Path) -> None:
         trainer.agent.state_dict().items(), resumed.agent.state_dict().items(), strict=True
     ):
         assert torch.equal(a, b), name
-    assert torch.equal(resumed.learner.replay.count, trainer.learner.replay.count)
+    assert_same_state(trainer.learner.state_dict(), resumed.learner.state_dict(), "learner")
     torch.testing.assert_close(resumed.env.sim.state.pos, trainer.env.sim.state.pos)
     resumed.train()
-    assert resumed.timesteps == 200 and resumed.updates == trainer.updates + 10
+    assert resumed.timesteps == 200 and resumed.updates == expected_updates(cfg, 200)
 
 
 def test_a_killed_run_resumes_to_the_same_counters(tmp_path: Path, monkeypatch) -> None:
@@ -172,6 +224,39 @@ def test_bad_configs_fail_before_training(override: str, message: str, tmp_path:
     with pytest.raises((ValueError, FileNotFoundError), match=message):
         Trainer(tiny_config("agent=dqn", override), tmp_path)
     assert not (tmp_path / "checkpoint.pt").exists()
+
+
+REPLAY_ONLY = [
+    "training.replay_capacity=0",
+    "training.batch_size=0",
+    "training.learning_starts=-1",
+    "training.updates_per_timestep=-1",
+    "training.initial_epsilon=2",
+]
+
+
+@pytest.mark.parametrize("override", REPLAY_ONLY)
+def test_replay_keys_are_checked_only_for_agents_that_read_them(override: str) -> None:
+    """A rollout agent never reads the replay and epsilon keys (docs/training.md), so their
+    values do not stop its run; a replay agent's run is refused."""
+    with pytest.raises(ConfigError, match=override.split("=")[0]):
+        validate(tiny_config(f"agent={first_agent('replay')}", override))
+    validate(tiny_config(f"agent={first_agent('rollout')}", override))
+
+
+def test_memory_estimate_counts_the_learners_data(monkeypatch) -> None:
+    """The replay agent's estimate counts its replay, the rollout agent's its rollout (not the
+    replay it never builds): 2 training + 2 evaluation environments x 5 robot slots x 9 objects
+    of simulator working set, plus 10^6 transitions or 2 x 64 x 5 rollout robot-steps."""
+    simulation = 4 * 5 * 9 * config_module.PAIR_BYTES
+    replay = tiny_config(f"agent={first_agent('replay')}", "training.replay_capacity=1000000")
+    rollout = tiny_config(f"agent={first_agent('rollout')}", "training.replay_capacity=1000000")
+    assert memory_estimate(replay) == simulation + 1_000_000 * 400
+    assert memory_estimate(rollout) == simulation + 2 * 64 * 5 * config_module.ROLLOUT_STEP_BYTES
+    monkeypatch.setattr(config_module, "available_memory", lambda device: 2**20)
+    with pytest.raises(ConfigError, match="and agent.rollout_steps=64 need about") as error:
+        validate(rollout)
+    assert "\n" not in str(error.value)
 
 
 def _train_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:

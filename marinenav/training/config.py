@@ -91,7 +91,9 @@ class CheckpointConf:
 
 @dataclass
 class TrainConfig:
-    agent: Any = MISSING  # the agent group (agent=<name>, a name of marinenav.agents.AGENT_NAMES)
+    # the agent group: ac_iqn | iqn | ddpg | dqn | sac | rainbow | mappo | ippo (agent=<name>, a
+    # name of marinenav.agents.AGENT_NAMES; mappo and ippo learn on-policy from rollouts)
+    agent: Any = MISSING
     env: EnvConf = field(default_factory=EnvConf)
     curriculum: CurriculumConf = field(default_factory=CurriculumConf)
     logger: LoggerConf = field(default_factory=LoggerConf)
@@ -147,6 +149,10 @@ class ConfigError(ValueError):
 # measured peak of ``MarineNavEnv.reset`` (float32, CPU) at 50-200 robot slots, rounded up.
 PAIR_BYTES = 600
 TRANSITION_BYTES = 400  # one stored robot transition (observation, action, next observation, ...)
+# One robot-step of an on-policy rollout ([E, T, R]) while the rollout learner learns from it:
+# its storage (286 B), values and advantages, the critic's pass over the whole rollout and a
+# minibatch's activations; measured peak 4.4-5.4 kB (MAPPO / IPPO, float32, CPU), rounded up.
+ROLLOUT_STEP_BYTES = 6_000
 
 
 def evaluation_layout(cfg) -> tuple[int, int]:
@@ -165,16 +171,28 @@ def evaluation_layout(cfg) -> tuple[int, int]:
     return EVALUATION_SETS[name]
 
 
+def learner_memory(cfg) -> tuple[int, str]:
+    """Bytes of the learner's data, roughly, and the keys that size it: the replay storage
+    (``training.replay_capacity``), or an on-policy rollout of ``env.num_envs x
+    agent.rollout_steps x env.robot_slots`` robot-steps while it is learned from."""
+    scale = 2 if cfg.env.dtype == "float64" else 1
+    if agent_class(cfg.agent.name).learning == "rollout":
+        steps = cfg.env.num_envs * cfg.agent.rollout_steps * cfg.env.robot_slots
+        return steps * ROLLOUT_STEP_BYTES * scale, f"agent.rollout_steps={cfg.agent.rollout_steps}"
+    capacity = cfg.training.replay_capacity
+    return capacity * TRANSITION_BYTES * scale, f"training.replay_capacity={capacity}"
+
+
 def memory_estimate(cfg) -> int:
     """Bytes a run needs on its device, roughly: simulator pairwise working set of the training
-    environments and of the evaluation set (all its episodes run as one batch), and the replay
-    storage."""
+    environments and of the evaluation set (all its episodes run as one batch), and the
+    learner's data (:func:`learner_memory`: the replay, or the on-policy rollout)."""
     e, c = cfg.env, cfg.curriculum
     objects = e.robot_slots + e.obstacle_slots + e.core_slots
     scale = 2 if e.dtype == "float64" else 1
     environments = e.num_envs + evaluation_layout(cfg)[0] * len(c.timesteps)
     simulation = environments * e.robot_slots * objects * PAIR_BYTES * scale
-    return simulation + cfg.training.replay_capacity * TRANSITION_BYTES * scale
+    return simulation + learner_memory(cfg)[0]
 
 
 def available_memory(device: str) -> int | None:
@@ -247,35 +265,42 @@ def _validate(cfg) -> None:
         check_known_keys(cfg)
     if cfg.agent.name not in AGENT_NAMES:
         raise ConfigError(f"unknown agent {cfg.agent.name!r}; choose one of {AGENT_NAMES}")
+    # the replay keys (epsilon keys) are checked only for agents that learn from the replay
+    # (explore epsilon-greedily): the others never read them (docs/training.md)
+    cls = agent_class(cfg.agent.name)
+    replay = cls.learning == "replay"
     positive = {
         "env.num_envs": cfg.env.num_envs,
         "env.robot_slots": cfg.env.robot_slots,
         "env.max_episode_steps": cfg.env.max_episode_steps,
         "training.total_timesteps": cfg.training.total_timesteps,
-        "training.batch_size": cfg.training.batch_size,
         "training.target_update_interval": cfg.training.target_update_interval,
-        "training.replay_capacity": cfg.training.replay_capacity,
         "evaluation.interval": cfg.evaluation.interval,
         "evaluation.max_steps": cfg.evaluation.max_steps,
         "logger.interval": cfg.logger.interval,
         "checkpoint.interval": cfg.checkpoint.interval,
         "curriculum.eval_episodes_per_stage": cfg.curriculum.eval_episodes_per_stage,
     }
+    if replay:
+        positive["training.batch_size"] = cfg.training.batch_size
+        positive["training.replay_capacity"] = cfg.training.replay_capacity
     for key, value in positive.items():
         if value < 1:
             raise ConfigError(f"{key} must be positive, got {value}")
     non_negative = {
         "env.obstacle_slots": cfg.env.obstacle_slots,
         "env.core_slots": cfg.env.core_slots,
-        "training.learning_starts": cfg.training.learning_starts,
-        "training.updates_per_timestep": cfg.training.updates_per_timestep,
         "evaluation.first": cfg.evaluation.first,
         "threads": cfg.threads,
     }
+    if replay:
+        non_negative["training.learning_starts"] = cfg.training.learning_starts
+        non_negative["training.updates_per_timestep"] = cfg.training.updates_per_timestep
     for key, value in non_negative.items():
         if value < 0:
             raise ConfigError(f"{key} must not be negative, got {value}")
-    for key in ("initial_epsilon", "final_epsilon", "exploration_fraction"):
+    epsilon_keys = ("initial_epsilon", "final_epsilon", "exploration_fraction")
+    for key in epsilon_keys if cls.epsilon_greedy else ():
         value = getattr(cfg.training, key)
         if not 0.0 <= value <= 1.0:
             raise ConfigError(f"training.{key} must be in [0, 1], got {value}")
@@ -299,7 +324,7 @@ def _validate(cfg) -> None:
             )
     schedule.check_slots(cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots)
     needed = cfg.env.num_envs * cfg.env.robot_slots * 4
-    if cfg.training.replay_capacity < needed:
+    if replay and cfg.training.replay_capacity < needed:
         raise ConfigError(
             f"training.replay_capacity must hold at least {needed} transitions "
             f"(4 steps of every robot slot), got {cfg.training.replay_capacity}"
@@ -308,7 +333,7 @@ def _validate(cfg) -> None:
     if available is not None and estimate > available // 2:
         raise ConfigError(
             f"env.num_envs={cfg.env.num_envs}, env.robot_slots={cfg.env.robot_slots} and "
-            f"training.replay_capacity={cfg.training.replay_capacity} need about "
+            f"{learner_memory(cfg)[1]} need about "
             f"{estimate / 2**30:.1f} GiB, more than half of the {available / 2**30:.1f} GiB "
             "free on the device: lower them"
         )
