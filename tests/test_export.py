@@ -12,14 +12,16 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from tensordict import TensorDict
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from marinenav.agents import AGENT_NAMES, make_agent
+from marinenav.agents import AGENT_NAMES, Agent, agent_class, make_agent
 from marinenav.export import (
+    EXTRA_INPUT_EXAMPLES,
     atan_elementary,
     export_metadata,
     export_onnx,
@@ -29,6 +31,7 @@ from marinenav.export import (
     planner_action,
     planner_file_name,
     planner_inputs,
+    rule_options,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,23 +67,24 @@ def observation(count: int, generator: torch.Generator) -> tuple[torch.Tensor, .
     return self_state, objects * mask.unsqueeze(-1), mask
 
 
-def live_outputs(name: str, network: torch.nn.Module, obs, taus) -> tuple[torch.Tensor, ...]:
-    """The C7 outputs computed by a live network (any dtype), always as a tuple."""
-    if name == "iqn":
-        return (network(*obs, taus),)
-    if name == "rainbow":
-        return (network(*obs, noise=False).exp(),)
-    out = network(*obs)
-    return out if isinstance(out, tuple) else (out,)
+def as_tuple(outputs: Any) -> tuple[torch.Tensor, ...]:
+    """An exported module's outputs as a tuple (one output is returned bare)."""
+    return outputs if isinstance(outputs, tuple) else (outputs,)
 
 
-def acting(agent) -> torch.nn.Module:
-    return agent.actor if agent.name in ("ac_iqn", "ddpg", "sac") else agent.network
+def policy_extra_inputs(cls: type[Agent], seed: int) -> tuple[torch.Tensor, ...]:
+    """The agent's extra planner inputs (batch 1, float32) as its ``PolicyWrapper`` draws them
+    first from a stream restarted at ``seed``: quantile fractions ``taus ~ U(0, 1)`` ``[1, 32]``."""
+    draws = {"taus": lambda g: torch.rand(1, NUM_TAU, generator=g)}
+    return tuple(
+        draws[name](torch.Generator().manual_seed(seed)) for name in cls.export_extra_inputs
+    )
 
 
 def wrapper_action(agent, obs, mode: ExplorationType = ExplorationType.DETERMINISTIC):
     """The live ``PolicyWrapper``'s action on a float32 observation with a bool mask, its random
-    stream restarted (so IQN's taus / SAC's noise are the first draws of ``seed``)."""
+    stream restarted (so IQN's taus / a Gaussian policy's noise are the first draws of
+    ``seed``)."""
     policy = agent.policy
     policy.set_seed(policy.seed)
     td = TensorDict(
@@ -95,15 +99,17 @@ def wrapper_action(agent, obs, mode: ExplorationType = ExplorationType.DETERMINI
         return policy(td).get(("agents", "action"))
 
 
-def assert_same_choice(values: torch.Tensor, exported: torch.Tensor, live: torch.Tensor) -> None:
-    """Equal argmax indices, unless the two chosen actions tie within float32 precision."""
-    if not torch.equal(exported, live):
-        a, b = values[0, exported[0]], values[0, live[0]]
-        assert (a - b).abs() <= 1e-5 * (1 + a.abs()), (exported, live, values)
+# Spec C7: the outputs of the paper's agents' files at batch 1 (other agents: their live network's)
+C7_OUTPUT_SHAPES = {
+    "ac_iqn": [(1, 2)], "ddpg": [(1, 2)], "sac": [(1, 2), (1, 2)],
+    "iqn": [(1, NUM_TAU, 25)], "dqn": [(1, 25)], "rainbow": [(1, 25, 51)],
+}  # fmt: skip
+SAC_LOG_SIGMA_BOUNDS = (-20.0, 2.0)  # spec B6: SAC's actor clamps log sigma
 
 
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_torchscript_matches_live_network_and_policy(name: str, tmp_path: Path) -> None:
+    cls = agent_class(name)
     agent = make_agent(name, seed=SEED)
     before = {k: v.clone() for k, v in agent.state_dict().items()}
     training = [m.training for m in agent.modules()]
@@ -120,33 +126,35 @@ def test_torchscript_matches_live_network_and_policy(name: str, tmp_path: Path) 
     module = jit_load(path)
     info = export_metadata(path)
     assert info["agent"] == name and info["inputs"] == list(input_names(name))
-    network32 = acting(agent)
+    assert info["outputs"] == list(cls.export_outputs)
+    options = rule_options(cls, info)  # what the file tells the action rule (Rainbow's support)
+    network32 = agent.export_network()
     network64 = copy.deepcopy(network32).double()
     generator = torch.Generator().manual_seed(SEED)
     for count in OBJECT_COUNTS:
         obs = observation(count, generator)
-        taus = torch.rand(1, NUM_TAU, generator=torch.Generator().manual_seed(agent.policy.seed))
-        taus64 = taus.double()  # the wrapper's first draw of its seed, as float64
+        extra32 = policy_extra_inputs(cls, agent.policy.seed)
+        extra64 = tuple(x.double() for x in extra32)
         with torch.no_grad():
-            out = module(obs, taus64) if name == "iqn" else module(obs)  # the planner's call
-            ref64 = live_outputs(name, network64, obs, taus64)
-            ref32 = live_outputs(name, network32, tuple(x.float() for x in obs), taus)
-        outs = out if isinstance(out, tuple) else (out,)
+            out = module(obs, *extra64)  # the planner's call
+            ref64 = as_tuple(network64(obs, *extra64))
+            ref32 = as_tuple(network32(tuple(x.float() for x in obs), *extra32))
+        outs = as_tuple(out)
 
-        # shapes and dtypes of C7
-        shapes = {
-            "ac_iqn": [(1, 2)], "ddpg": [(1, 2)], "sac": [(1, 2), (1, 2)],
-            "iqn": [(1, NUM_TAU, 25)], "dqn": [(1, 25)], "rainbow": [(1, 25, 51)],
-        }[name]  # fmt: skip
-        assert isinstance(out, tuple) == (name == "sac")
-        assert [tuple(o.shape) for o in outs] == shapes
-        assert all(o.dtype == F64 for o in outs)
-        if name in ("ac_iqn", "ddpg"):
-            assert (outs[0].abs() < 1).all()
+        # one output bare, several as a tuple, named by export_outputs; float64, batch 1
+        assert isinstance(out, tuple) == (len(cls.export_outputs) > 1)
+        assert len(outs) == len(cls.export_outputs)
+        assert all(o.dtype == F64 and o.shape[0] == 1 for o in outs)
+        if name in C7_OUTPUT_SHAPES:
+            assert [tuple(o.shape) for o in outs] == C7_OUTPUT_SHAPES[name]
+        named = dict(zip(cls.export_outputs, outs, strict=True))
+        if "action" in named:  # a deterministic actor's squashed action
+            assert (named["action"].abs() < 1).all()
+        if "probabilities" in named:  # a categorical return distribution per action
+            torch.testing.assert_close(named["probabilities"].sum(-1), torch.ones(1, 25, dtype=F64))
         if name == "sac":
-            assert ((outs[1] >= -20) & (outs[1] <= 2)).all()
-        if name == "rainbow":
-            torch.testing.assert_close(outs[0].sum(-1), torch.ones(1, 25, dtype=F64))
+            low, high = SAC_LOG_SIGMA_BOUNDS
+            assert ((named["log_sigma"] >= low) & (named["log_sigma"] <= high)).all()
 
         # equal to the live network in float64, close to it in float32
         for o, r64, r32 in zip(outs, ref64, ref32, strict=True):
@@ -155,41 +163,45 @@ def test_torchscript_matches_live_network_and_policy(name: str, tmp_path: Path) 
             torch.testing.assert_close(o, r32.double(), rtol=1e-5, atol=1e-5 * scale)
 
         # the planner's action is the live policy's deterministic action
-        v_range = {"v_min": info["v_min"], "v_max": info["v_max"]} if name == "rainbow" else {}
-        action = planner_action(name, out, **v_range)
+        action = planner_action(name, out, **options)
         live = wrapper_action(agent, obs)
-        if name in ("ac_iqn", "ddpg", "sac"):
+        if cls.action_kind == "continuous":
             assert action.shape == (1, 2) and action.dtype == F64
             torch.testing.assert_close(action, live.double(), rtol=0, atol=1e-5)
             torch.testing.assert_close(
                 planner_action(name, out, thrust_rate=True), 1000 * action, rtol=0, atol=0
             )
         else:
+            # the best two actions of these observations differ by > 0.02 for every discrete
+            # agent, far beyond float32 rounding: the choices are equal
             assert action.shape == (1,) and action.dtype == torch.int64
-            if name == "iqn":
-                values = outs[0].mean(-2)
-            elif name == "dqn":
-                values = outs[0]
-            else:
-                support = torch.linspace(info["v_min"], info["v_max"], 51, dtype=F64)
-                values = (outs[0] * support).sum(-1)
-            assert_same_choice(values, action, live)
+            assert torch.equal(action, live)
 
-        if name == "sac":  # sampling z = mu + sigma N(0, 1): the wrapper's exploring action
+        if "noise" in rule_options(cls, {"noise": None}):
+            # a sampling planner: its rule on standard-normal draws is the wrapper's exploring
+            # action on the first draws of its stream
             noise = torch.randn(1, 2, generator=torch.Generator().manual_seed(agent.policy.seed))
-            agent.policy.set_epsilon(0.0)
+            if cls.epsilon_greedy:
+                agent.policy.set_epsilon(0.0)
             sampled = wrapper_action(agent, obs, ExplorationType.RANDOM)
-            mu, log_sigma = outs
-            expected = (2 / math.pi) * torch.atan(mu + log_sigma.exp() * noise.double())
-            torch.testing.assert_close(planner_action(name, out, noise=noise), expected)
-            torch.testing.assert_close(expected, sampled.double(), rtol=0, atol=1e-5)
+            drawn = planner_action(name, out, noise=noise.double(), **options)
+            torch.testing.assert_close(drawn, sampled.double(), rtol=0, atol=1e-5)
+            assert not torch.allclose(drawn, action, rtol=0, atol=1e-3)  # the noise mattered
 
-        if name == "rainbow":  # mean weights: deterministic, and not the noisy output
-            with torch.no_grad():
-                again = module(obs)
-                noisy = network64(*obs, noise=True).exp()
-            assert torch.equal(again, outs[0])
-            assert not torch.allclose(noisy, outs[0], rtol=0, atol=1e-12)
+
+def test_rainbow_exports_its_mean_weights(tmp_path: Path) -> None:
+    """Rainbow's file holds the noisy layers' mean weights: deterministic, not a noisy output."""
+    agent = make_agent("rainbow", seed=SEED)
+    module = jit_load(export_torchscript(agent, tmp_path / "traced_Rainbow_model.pt"))
+    network64 = copy.deepcopy(agent.network).double()
+    obs = observation(3, torch.Generator().manual_seed(SEED))
+    with torch.no_grad():
+        first, again = module(obs), module(obs)
+        mean = network64(*obs, noise=False).exp()
+        noisy = network64(*obs, noise=True).exp()
+    assert torch.equal(first, again)
+    torch.testing.assert_close(first, mean, rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(noisy, first, rtol=0, atol=1e-12)
 
 
 def test_planner_action_rules() -> None:
@@ -230,26 +242,27 @@ def test_elementary_atan_is_float64_exact() -> None:
 def test_onnx_round_trip(name: str, tmp_path: Path) -> None:
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
+    cls = agent_class(name)
     agent = make_agent(name, seed=SEED)
     traced = jit_load(export_torchscript(agent, tmp_path / "model.pt"))
-    path = export_onnx(agent, tmp_path / f"{name}_model.onnx")
+    path = export_onnx(agent, tmp_path / f"{cls.model_type}_model.onnx")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     assert [i.name for i in session.get_inputs()] == list(input_names(name))
+    assert [o.name for o in session.get_outputs()] == list(cls.export_outputs)
     generator = torch.Generator().manual_seed(SEED)
     for count in (0, 3):
         inputs = observation(count, generator)
-        if name == "iqn":
-            inputs += (torch.rand(1, NUM_TAU, generator=generator, dtype=F64),)
+        inputs += tuple(EXTRA_INPUT_EXAMPLES[n](generator) for n in cls.export_extra_inputs)
         feeds = {n: x.numpy() for n, x in zip(input_names(name), inputs, strict=True)}
-        results = session.run(None, feeds)
+        results = session.run(None, feeds)  # a list, one array per output
         with torch.no_grad():
-            expected = traced(*planner_inputs(inputs))
-        expected = expected if isinstance(expected, tuple) else (expected,)
+            expected = as_tuple(traced(*planner_inputs(inputs)))
         for got, want in zip(results, expected, strict=True):
             assert got.dtype == want.numpy().dtype
             torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-9, atol=1e-9)
-        got_action = planner_action(name, results if name == "sac" else results[0])
-        want_action = planner_action(name, expected if name == "sac" else expected[0])
+        # the action rules take ONNX Runtime's list as they take the TorchScript tuple
+        got_action = planner_action(name, results)
+        want_action = planner_action(name, expected)
         torch.testing.assert_close(got_action, want_action, rtol=0, atol=1e-9)
 
 
@@ -299,28 +312,36 @@ def test_command_line_rejects_a_missing_run(tmp_path: Path, capsys) -> None:
     assert "no checkpoint.pt" in capsys.readouterr().err
 
 
+def test_the_paper_agents_files_have_the_originals_names() -> None:
+    """Spec C7: the original C++ planner loads ``traced_<model_type>_model.pt`` files."""
+    originals = {"ac_iqn": "traced_AC_IQN_model.pt", "ddpg": "traced_DDPG_model.pt",
+                 "sac": "traced_SAC_model.pt", "iqn": "traced_IQN_model.pt",
+                 "dqn": "traced_DQN_model.pt", "rainbow": "traced_Rainbow_model.pt"}  # fmt: skip
+    assert {name: planner_file_name(name) for name in originals} == originals
+
+
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_export_takes_the_planners_tuple_at_any_batch(name: str, tmp_path: Path) -> None:
     """The C++ planner calls ``forward({tensorTuple})`` (IQN: ``forward({tensorTuple, taus})``) in
     float64; a file traced at batch 1 answers batch 1 and batch N row by row alike, and three
     loose tensors are refused as by the original's files."""
+    cls = agent_class(name)
     agent = make_agent(name, seed=SEED)
     path = export_torchscript(agent, tmp_path / planner_file_name(name))
-    assert path.name == {"ac_iqn": "traced_AC_IQN_model.pt", "ddpg": "traced_DDPG_model.pt",
-                         "sac": "traced_SAC_model.pt", "iqn": "traced_IQN_model.pt",
-                         "dqn": "traced_DQN_model.pt", "rainbow": "traced_Rainbow_model.pt"}[name]
+    assert path.name == f"traced_{cls.model_type}_model.pt"
     module = jit_load(path)
     generator = torch.Generator().manual_seed(SEED)
     rows = [observation(count, generator) for count in (0, 1, 3, 5, 2)]
     batch = tuple(torch.cat(parts) for parts in zip(*rows, strict=True))
-    taus = torch.rand(len(rows), NUM_TAU, generator=generator, dtype=F64)
-    extra = (taus,) if name == "iqn" else ()
+    extra = tuple(
+        torch.cat([EXTRA_INPUT_EXAMPLES[n](generator) for _ in rows])
+        for n in cls.export_extra_inputs
+    )
     with torch.no_grad():
-        together = module(batch, *extra)
-        together = together if isinstance(together, tuple) else (together,)
+        together = as_tuple(module(batch, *extra))
+        assert len(together) == len(cls.export_outputs)
         for i, row in enumerate(rows):
-            alone = module(row, *(t[i : i + 1] for t in extra))
-            alone = alone if isinstance(alone, tuple) else (alone,)
+            alone = as_tuple(module(row, *(t[i : i + 1] for t in extra)))
             for a, b in zip(alone, together, strict=True):
                 assert a.dtype == F64
                 torch.testing.assert_close(a, b[i : i + 1], rtol=1e-12, atol=1e-12)
