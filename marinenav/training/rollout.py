@@ -23,6 +23,14 @@ Rollout layout (``E`` environments, ``T`` steps, ``R`` robot slots):
 
 Environments restart inside a rollout (the step output holds the terminal observation, the next
 step input the new episode's first); a robot's ``done`` cuts its GAE recursion there.
+
+The replay keys of the run config (``training.learning_starts``, ``updates_per_timestep``,
+``batch_size``, ``replay_capacity``, ``checkpoint.save_replay``) are not read: learning starts
+with the first full rollout, its size is ``env.num_envs x agent.rollout_steps`` environment
+steps, a minibatch is ``1 / agent.minibatches`` of it, and a checkpoint always holds the rollout
+so far. The update count per rollout is ``agent.epochs x agent.minibatches``, whatever the
+run's timestep count (:meth:`RolloutLearner.learn` takes it only to fit the ``Learner``
+protocol).
 """
 
 from __future__ import annotations
@@ -148,8 +156,13 @@ class RolloutLearner:
     def learn(self, timesteps: int) -> tuple[TensorDict | None, int]:
         """After every batched step: when the rollout is full, learn from it and start the
         next one. Returns the sum of the updates' losses (0-dim tensors, on the device) and the
-        number of updates, or ``(None, 0)`` while the rollout fills. ``timesteps`` (the run's
-        counter) is not used: a rollout is counted in batched steps."""
+        number of updates (``epochs x minibatches``), or ``(None, 0)`` while the rollout fills.
+
+        Args:
+            timesteps: the run's timestep count, as the ``Learner`` protocol passes it; not
+                used: a rollout is counted in the batched steps given to :meth:`observe`, and
+                there is no learning start (the first full rollout is learned from).
+        """
         if self.step < self.rollout_steps:
             return None, 0
         self.step = 0
