@@ -1,4 +1,5 @@
-"""The six agents of spec Part B, one module each, and their registry."""
+"""The six agents of spec Part B and the two on-policy PPO agents (MAPPO, IPPO, not in the
+paper), one module each, and their registry."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ _REGISTRY = {
     "dqn": "marinenav.agents.dqn:DQNAgent",
     "sac": "marinenav.agents.sac:SACAgent",
     "rainbow": "marinenav.agents.rainbow:RainbowAgent",
+    "mappo": "marinenav.agents.ppo:MAPPOAgent",
+    "ippo": "marinenav.agents.ppo:IPPOAgent",
 }
 AGENT_NAMES = tuple(_REGISTRY)
 
