@@ -42,10 +42,12 @@ def test_the_readme_shows_training_commands() -> None:
 @pytest.mark.parametrize("command", TRAIN_COMMANDS)
 def test_documented_train_commands_compose_and_validate(command: str) -> None:
     """Every ``python train.py ...`` line of the docs is a valid configuration (the first value
-    of a sweep is composed); Hydra's own keys (``hydra/...``) are left to Hydra."""
+    of a sweep is composed); Hydra's own keys (``hydra/...``) are left to Hydra. A line that
+    asks for CUDA graphs on a machine without CUDA must stop with the documented error."""
+    import torch
     from hydra import compose, initialize_config_dir
 
-    from marinenav.training.config import register_configs, validate
+    from marinenav.training.config import ConfigError, register_configs, validate
 
     overrides = [
         arg.split(",")[0] if "=" in arg and "," in arg.split("=", 1)[1] else arg
@@ -54,4 +56,9 @@ def test_documented_train_commands_compose_and_validate(command: str) -> None:
     ]
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        validate(compose(config_name="config", overrides=overrides))
+        cfg = compose(config_name="config", overrides=overrides)
+        if "cudagraphs=true" in overrides and not torch.cuda.is_available():
+            with pytest.raises(ConfigError, match="cudagraphs=true needs a CUDA device"):
+                validate(cfg)
+        else:
+            validate(cfg)
