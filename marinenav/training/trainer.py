@@ -174,6 +174,9 @@ class Trainer:
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
         self.updates = 0
+        # seconds spent in train() by this run over all its sessions (resumes add to it)
+        self.wall_clock_before = 0.0
+        self._session_started: float | None = None
         self.evaluations: list[dict[str, Any]] = []
         # Device-side accumulators, read back once per logging interval.
         E, R = cfg.env.num_envs, cfg.env.robot_slots
@@ -218,12 +221,21 @@ class Trainer:
         :class:`TrainingInterrupted`."""
         from tqdm.contrib.logging import logging_redirect_tqdm
 
-        started = time.perf_counter()
+        started = self._session_started = time.perf_counter()
         # torchrl's INFO lines (storage allocation) print above the bar instead of through it
         with StopSignals() as stop, logging_redirect_tqdm([logging.getLogger("torchrl")]):
             final = self._train(stop)
         print(self.summary(time.perf_counter() - started), flush=True)
         return final
+
+    @property
+    def wall_clock(self) -> float:
+        """Seconds of training of this run so far, over every session (evaluations and
+        checkpoints included, time between an interrupt and its resume not): the x axis of an
+        equal-wall-clock comparison. Recorded as ``wall_clock_s`` in each evaluation."""
+        if self._session_started is None:
+            return self.wall_clock_before
+        return self.wall_clock_before + time.perf_counter() - self._session_started
 
     def _train(self, stop: StopSignals) -> dict[str, Any]:
         cfg = self.cfg
@@ -391,6 +403,7 @@ class Trainer:
         if bar is not None:
             bar.set_description("training")
         metrics["timestep"] = self.timesteps
+        metrics["wall_clock_s"] = round(self.wall_clock, 1)
         for name, value in metrics.items():
             if name.startswith("eval/") and value is not None:
                 self.logger.log_scalar(name, value, step=self.timesteps)
@@ -442,7 +455,8 @@ class Trainer:
             "agent_rng": self.agent.rng_state(),
             "learner": self.learner.state_dict(),
             "simulator": self.env.sim.state_dict(),
-            "counters": {"timesteps": self.timesteps, "updates": self.updates},
+            "counters": {"timesteps": self.timesteps, "updates": self.updates,
+                         "wall_clock_s": self.wall_clock},
             "trackers": {"metrics": self.metrics, "episode_return": self.episode_return,
                          "reached": self.reached, "collided": self.collided},
             "evaluations": self.evaluations,
@@ -463,6 +477,7 @@ class Trainer:
         self.env.sim.load_state_dict(state["simulator"])
         counters = state["counters"]
         self.timesteps, self.updates = counters["timesteps"], counters["updates"]
+        self.wall_clock_before = counters.get("wall_clock_s", 0.0)  # absent before 2026-11-23
         self._updates_at_log = self.updates
         for name, value in state["trackers"].items():
             getattr(self, name).copy_(value)
