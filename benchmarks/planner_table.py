@@ -1,10 +1,11 @@
 """Evaluate planner files on a named set and print the results table of ``docs/results.md``.
 
 ``python benchmarks/planner_table.py --set large --out results/evaluations FILE.pt ...``
-evaluates every file (``--sac-action both`` evaluates SAC sampling, as the C++ planner acts,
-and with its mean action), writes each file's metrics to ``OUT/<label>.json`` and prints one
-Markdown row per evaluation: overall success with its Wilson 95% interval, the success rate of
-every stage, the mean discounted return, and the wall clock of the evaluation.
+evaluates every file (``--sac-action both`` evaluates a sampling planner, SAC, MAPPO or IPPO,
+both sampling, as the C++ planner acts, and with its mean action), writes each file's metrics to
+``OUT/<label>.json`` and prints one Markdown row per evaluation: overall success with its
+Wilson 95% interval, the success rate of every stage, the mean discounted return, and the wall
+clock of the evaluation.
 """
 
 from __future__ import annotations
@@ -43,13 +44,13 @@ def main() -> None:
     for path in args.files:
         probe = planner_policy(path)
         modes = [args.sac_action] if args.sac_action != "both" else ["sample", "mean"]
-        for mode in modes if probe.agent_type == "sac" else ["sample"]:
+        sampling = probe.sample_noise  # an action rule that samples (SAC, PPO): both modes
+        for mode in modes if sampling else ["sample"]:
             policy = planner_policy(path, sac_action=mode)
             start = time.perf_counter()
             metrics = evaluate_planner(policy, scenarios, per_stage)
             seconds = time.perf_counter() - start
-            label = args.label + policy.agent_type + (f" ({mode})" if policy.agent_type == "sac"
-                                                      else "")  # fmt: skip
+            label = args.label + policy.agent_type + (f" ({mode})" if sampling else "")
             successes = sum(metrics["episodes"]["success"])
             stages = [metrics[f"eval/success_rate_stage{s}"] for s in range(6)]
             print(f"| {label} | {format_rate(successes, len(scenarios))} | "
