@@ -1,6 +1,7 @@
 """Evaluation speed of the planner files: the original's loop shape (one episode, one robot at a
 time: ``benchmarks/sequential_evaluation.py``) against the batched evaluator, with and without
-compaction, on the same scenarios, in one process.
+compaction, and the compacted one with the planner called on the whole batch at once or in
+cache-sized blocks of robots (the default), on the same scenarios, in one process.
 
 Usage: ``python benchmarks/eval_speed.py [--set large] [--per-stage 25] [--planners AC_IQN ...]``
 (the first ``per-stage`` episodes of every stage of a named set: by default 150 episodes of the
@@ -47,22 +48,23 @@ def main() -> None:
     cpu = platform.processor() or platform.machine()
     print(f"# {n} episodes ({args.set} set, {k} per stage), {cpu}, "
           f"{torch.get_num_threads()} thread(s), torch {torch.__version__}")  # fmt: skip
-    print("| planner | one robot at a time (s) | batched, full (s) | batched, compacted (s) "
-          "| speed-up full | speed-up compacted |")  # fmt: skip
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| planner | one robot at a time (s) | batched, full (s) | compacted, one call (s) "
+          "| compacted, blocks (s) | speed-up full | speed-up one call "
+          "| speed-up blocks |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for agent in args.planners:
         path = args.pretrained / f"traced_{agent}_model.pt"
         start = time.perf_counter()
         evaluate_sequentially(path, agent, scenarios, sac_action="sample", iqn_taus="random")
         sequential = time.perf_counter() - start
         timings = []
-        for compact in (False, True):
+        for compact, block in ((False, {}), (True, {"block_rows": 10**9}), (True, {})):
             start = time.perf_counter()
-            evaluate_planner(planner_policy(path), scenarios, k, compact=compact)
+            evaluate_planner(planner_policy(path, **block), scenarios, k, compact=compact)
             timings.append(time.perf_counter() - start)
-        full_s, compact_s = timings
-        print(f"| {agent} | {sequential:.1f} | {full_s:.1f} | {compact_s:.1f} "
-              f"| {sequential / full_s:.1f}x | {sequential / compact_s:.1f}x |", flush=True)
+        print(f"| {agent} | {sequential:.1f} | "
+              + " | ".join(f"{t:.1f}" for t in timings) + " | "
+              + " | ".join(f"{sequential / t:.1f}x" for t in timings) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,11 @@ DEFAULT_IN_KEYS: tuple[NestedKey, ...] = (
     ("agents", "objects_mask"),
 )
 DEFAULT_OUT_KEY: NestedKey = ("agents", "action")
+#: Network rows per planner call (a robot is one row, or one per quantile fraction): the
+#: activations of a block of 512 float64 rows (512 x 256 x 8 B = 1 MiB) stay in a core's L2
+#: cache. A whole evaluation batch at once (750 robots x 32 fractions = 24,000 rows, 49 MB per
+#: layer) runs from memory, 2-3x slower per row on the CPU (docs/benchmarks.md).
+DEFAULT_BLOCK_ROWS = 512
 _FILE_NAME = re.compile(r"traced_(?P<type>.+)_model\.pt$")
 
 
@@ -124,6 +129,10 @@ class PlannerPolicy(TensorDictModuleBase):
             order.
         in_keys: keys of ``(self_state [..., 7], objects [..., 5, 5], objects_mask [..., 5])``.
         out_key: the action: int64 ``[...]`` or ``[..., 2]`` in the observation's float dtype.
+        block_rows: network rows per module call (a robot is ``taus`` rows for a quantile
+            planner, else one): a large batch is run in consecutive blocks of robots so that
+            the activations stay in cache. The random inputs are drawn for the whole batch
+            first, so the stream and the actions do not depend on it.
 
     The module runs on the CPU in float64 (the file's precision): observations are moved and
     cast, actions cast and moved back to the observation's device.
@@ -140,8 +149,11 @@ class PlannerPolicy(TensorDictModuleBase):
         seed: int = 0,
         in_keys: tuple[NestedKey, ...] = DEFAULT_IN_KEYS,
         out_key: NestedKey = DEFAULT_OUT_KEY,
+        block_rows: int = DEFAULT_BLOCK_ROWS,
     ) -> None:
         super().__init__()
+        if block_rows < 1:
+            raise ValueError(f"block_rows must be at least 1, got {block_rows}")
         if sac_action not in ("sample", "mean"):
             raise ValueError(f"sac_action must be 'sample' or 'mean', got {sac_action!r}")
         if taus not in ("random", "midpoints"):
@@ -160,6 +172,8 @@ class PlannerPolicy(TensorDictModuleBase):
         )
         self.sac_action = sac_action
         self.taus = taus
+        rows_per_robot = EXPORT_NUM_TAU if self.agent_class.export_extra_inputs else 1
+        self.block_robots = max(1, block_rows // rows_per_robot)
         self.in_keys = list(in_keys)
         self.out_keys = [out_key]
         self.generator = torch.Generator().manual_seed(seed)
@@ -192,13 +206,33 @@ class PlannerPolicy(TensorDictModuleBase):
             else:
                 taus = self._midpoints.expand(n, EXPORT_NUM_TAU)
             extra = (taus,)
-        outputs = self.module(state, *extra)
+        outputs = self._blocked_forward(state, extra)
         options = self.action_options
         if self.sample_noise:
             first = outputs[0] if isinstance(outputs, tuple) else outputs
             noise = torch.randn(first.shape, generator=self.generator, dtype=f64)
             options = {**options, "noise": noise}
         return self.agent_class.planner_action(outputs, **options)
+
+    def _blocked_forward(
+        self, state: tuple[torch.Tensor, ...], extra: tuple[torch.Tensor, ...]
+    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """The module on consecutive blocks of ``self.block_robots`` robots, outputs concatenated
+        (no row depends on another, so the result is one call's on the whole batch: bit for bit
+        on the CPUs measured, to rounding wherever a matrix-multiply kernel rounds by shape)."""
+        n = state[0].shape[0]
+        if n <= self.block_robots:
+            return self.module(state, *extra)
+        blocks = [
+            self.module(
+                tuple(part[start : start + self.block_robots] for part in state),
+                *(part[start : start + self.block_robots] for part in extra),
+            )
+            for start in range(0, n, self.block_robots)
+        ]
+        if isinstance(blocks[0], tuple):
+            return tuple(torch.cat(parts) for parts in zip(*blocks, strict=True))
+        return torch.cat(blocks)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         self_state = tensordict.get(self.in_keys[0])

@@ -89,6 +89,30 @@ def test_compaction_leaves_results_unchanged(model_type: str) -> None:
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("model_type", ["IQN", "SAC", "DQN"])
+def test_blocked_planner_calls_equal_one_call(model_type: str) -> None:
+    """A batch run in blocks of robots (so the activations stay in cache) gives the actions of
+    one call on the whole batch, random taus and SAC's sampling noise included: the stream is
+    drawn for the whole batch before the blocks."""
+    gen = torch.Generator().manual_seed(3)
+    n = 100
+    td = TensorDict({
+        ("agents", "self_state"): torch.randn(n, 7, generator=gen, dtype=torch.float64) * 10,
+        ("agents", "objects"): torch.randn(n, 5, 5, generator=gen, dtype=torch.float64) * 5,
+        ("agents", "objects_mask"): torch.rand(n, 5, generator=gen) < 0.6,
+    }, batch_size=[n])  # fmt: skip
+    path = PRETRAINED / f"traced_{model_type}_model.pt"
+    whole = planner_policy(path, seed=5, block_rows=10**9)
+    blocked = planner_policy(path, seed=5, block_rows=7 * 32 if model_type == "IQN" else 7)
+    assert whole.block_robots >= n and blocked.block_robots == 7  # 15 blocks, the last short
+    a = whole(td.clone())["agents", "action"]
+    b = blocked(td.clone())["agents", "action"]
+    assert a.shape == b.shape == ((n, 2) if model_type == "SAC" else (n,))
+    torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="block_rows"):
+        planner_policy(path, block_rows=0)
+
+
 def test_sampling_planners_draw_from_their_stream() -> None:
     """SAC samples and IQN draws taus by default, from a seeded stream: same seed, same
     actions; another seed, other actions; the mean action is the noise-free squash."""
