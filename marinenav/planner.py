@@ -223,13 +223,9 @@ class PlannerPolicy(TensorDictModuleBase):
         n = state[0].shape[0]
         if n <= self.block_robots:
             return self.module(state, *extra)
-        blocks = [
-            self.module(
-                tuple(part[start : start + self.block_robots] for part in state),
-                *(part[start : start + self.block_robots] for part in extra),
-            )
-            for start in range(0, n, self.block_robots)
-        ]
+        pieces = zip(*(part.split(self.block_robots) for part in (*state, *extra)), strict=True)
+        k = len(state)
+        blocks = [self.module(piece[:k], *piece[k:]) for piece in pieces]
         if isinstance(blocks[0], tuple):
             return tuple(torch.cat(parts) for parts in zip(*blocks, strict=True))
         return torch.cat(blocks)
