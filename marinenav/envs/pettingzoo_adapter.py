@@ -108,7 +108,7 @@ class MarineNavParallelEnv(ParallelEnv):
         host = torch.stack(  # one read-back for the step: reward, flags, info of each robot
             (result.reward[0].double(), result.terminated[0].double(),
              result.truncated[0].double(), result.info[0].double()),
-        ).cpu().numpy()  # fmt: skip
+        ).cpu().numpy()  # fmt: skip  # host: PettingZoo returns numpy, once per step
         reward, terminated, truncated, info = host[0], host[1] > 0, host[2] > 0, host[3]
         observations = self._observations()
         acting = self.agents

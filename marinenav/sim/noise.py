@@ -82,7 +82,7 @@ class VonMisesTable:
         cls, kappa: torch.Tensor, resolution: int = VON_MISES_RESOLUTION
     ) -> VonMisesTable:
         """A table for every distinct value in ``kappa`` (a host read: load time only)."""
-        distinct = torch.unique(kappa.detach()).cpu().tolist()
+        distinct = torch.unique(kappa.detach()).cpu().tolist()  # host: table build, load time
         return cls(distinct, dtype=kappa.dtype, device=kappa.device, resolution=resolution)
 
     def covers(self, kappa: torch.Tensor) -> bool:
