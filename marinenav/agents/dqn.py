@@ -7,12 +7,23 @@ gradient norm clipped to 0.5, Adam 1e-4; the target network is a hard copy every
 
 Built on TorchRL's ``DQNLoss`` (``double_dqn=False``, ``loss_function="smooth_l1"``) and
 ``HardUpdate``.
+
+Options beyond the original (off by default, so the defaults are the original's DQN):
+
+* ``double_q=True``: double DQN, ``r + gamma (1 - terminated) Q_target(s', argmax_a Q(s', a))``
+  (van Hasselt et al. 2016; TorchRL's ``double_dqn``).
+* ``n_step=n > 1``: the trainer's per-robot n-step replay (as Rainbow's); a transition of
+  ``m <= n`` steps carries ``"discount" = gamma ** m``, and the target is
+  ``R + discount (1 - terminated) max_a Q_target(s', a)``. The discount reaches TorchRL's TD(0)
+  estimator as its ``steps_to_next_obs`` (``m = log(discount) / log(gamma)``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torchrl.modules import QValueModule
@@ -23,6 +34,7 @@ from marinenav.agents.base import (
     Agent,
     AgentConfig,
     PlannerCall,
+    ReplayOptions,
     check_batch,
     make_adam,
 )
@@ -33,7 +45,14 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 @dataclass
 class DQNConfig(AgentConfig):
-    """DQN has no hyperparameters beyond the shared ones (B9)."""
+    """DQN's options on top of the shared hyperparameters (B9); the defaults are the original's."""
+
+    double_q: bool = False  # double DQN target (the original: vanilla max over Q_target)
+    n_step: int = 1  # per-robot n-step returns (the original: 1)
+
+    def __post_init__(self) -> None:
+        if self.n_step < 1:
+            raise ValueError(f"n_step must be at least 1, got {self.n_step}")
 
 
 class DQNAgent(Agent):
@@ -56,7 +75,7 @@ class DQNAgent(Agent):
             QValueModule(action_space="categorical", action_value_key="action_value"),
         )
         self.loss_module = DQNLoss(
-            value, loss_function="smooth_l1", delay_value=True, double_dqn=False,
+            value, loss_function="smooth_l1", delay_value=True, double_dqn=cfg.double_q,
             action_space="categorical",
         )  # fmt: skip
         self.loss_module.make_value_estimator(ValueEstimators.TD0, gamma=cfg.gamma)
@@ -65,8 +84,16 @@ class DQNAgent(Agent):
         self.optimizers = {"q": make_adam(self.network.parameters(), cfg.lr)}
         self.policy = PolicyWrapper(GreedyQSelector(self.network), seed=cfg.seed)
 
+    def replay_options(self) -> ReplayOptions:
+        """Uniform replay; per-robot ``n_step`` returns when ``n_step > 1``."""
+        return ReplayOptions(n_step=self.config.n_step)
+
     def update(self, batch: TensorDictBase) -> TensorDict:
         check_batch(batch, self.action_kind)
+        discount = batch.get("discount", None)
+        if discount is not None:  # an m-step transition: TD(0) discounts by gamma ** m
+            steps = torch.log(discount) / math.log(self.config.gamma)
+            batch = batch.clone(recurse=False).set("steps_to_next_obs", steps)
         losses = self.loss_module(batch)
         self.step_optimizer("q", losses["loss"], self.network.parameters())
         return TensorDict({"loss_q": losses["loss"].detach()}, batch_size=[])
