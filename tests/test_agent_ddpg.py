@@ -97,3 +97,20 @@ def test_learns_the_tiny_problem() -> None:
     trained = train_briefly(agent, iterations=25)
     # random ~ -6.4; pushing straight to the goal ~ +18
     assert trained > random_return("continuous") + 15.0
+
+
+def test_n_step_transitions_discount_by_their_own_gamma_to_the_m() -> None:
+    agent = DDPGAgent(DDPGConfig(n_step=3))
+    assert agent.replay_options().n_step == 3 and DDPGAgent().replay_options().n_step == 1
+    batch = training_batch(16, "continuous", seed=5)
+    batch["discount"] = torch.tensor([0.99, 0.99**2, 0.99**3, 0.99**3] * 4).unsqueeze(-1)
+    nxt = batch["next"]
+    with torch.no_grad():  # before the first update the targets equal the online networks
+        q = agent.critic(*observation_of(batch), batch["action"]).squeeze(-1)
+        next_q = agent.critic(*observation_of(nxt), agent.actor(*observation_of(nxt))).squeeze(-1)
+        bootstrap = batch["discount"].squeeze(-1) * (~nxt["terminated"].squeeze(-1)) * next_q
+        expected = F.smooth_l1_loss(q, nxt["reward"].squeeze(-1) + bootstrap)
+        one_step, _ = agent.loss_module.loss_value(batch.exclude("discount"))
+    assert not torch.allclose(one_step, expected)  # the per-sample discount matters
+    torch.testing.assert_close(agent.update(batch)["loss_critic"], expected)
+    assert "steps_to_next_obs" not in batch.keys()  # the caller's batch is left as it was

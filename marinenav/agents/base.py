@@ -62,6 +62,7 @@ graph) sets ``cudagraph_update = False`` and is refused at start-up.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -297,3 +298,15 @@ def check_batch(batch: TensorDictBase, action_kind: str) -> None:
         raise ValueError(f"discrete actions must be int64 [B], got {action.dtype} {action.shape}")
     if action_kind == "continuous" and (not action.is_floating_point() or action.shape[-1] != 2):
         raise ValueError(f"continuous actions must be float [B, 2], got {tuple(action.shape)}")
+
+
+def with_steps_to_next_obs(batch: TensorDictBase, gamma: float) -> TensorDictBase:
+    """``batch`` with TorchRL's ``"steps_to_next_obs"`` ``[B, 1]`` when it carries an n-step
+    ``"discount"`` (``gamma ** m``): ``m = log(discount) / log(gamma)``, so that TorchRL's TD(0)
+    estimator discounts each transition by its own ``gamma ** m``. A shallow copy (the caller's
+    batch is not written); ``batch`` itself when it has no ``"discount"``."""
+    discount = batch.get("discount", None)
+    if discount is None:
+        return batch
+    steps = torch.log(discount) / math.log(gamma)
+    return batch.clone(recurse=False).set("steps_to_next_obs", steps)

@@ -31,6 +31,9 @@ Deviations from the original:
   ``td0_return_estimate`` multiplies by ``1 - terminated``); the original stores timeouts as
   terminal (quirk A8).
 * ``normalize_observations=True`` (off by default) scales the network inputs (not original).
+* ``n_step=n > 1`` (off by default; not original): the trainer's per-robot n-step replay; the
+  critic's target is ``R + discount (1 - terminated) Q_target(s', mu_target(s'))`` with the
+  transition's ``"discount" = gamma ** m`` (TorchRL's ``steps_to_next_obs``).
 * The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
   ``item()`` calls on the step counters, which the default single-tensor / foreach Adam reads back
   once per parameter (DESIGN rule 1: no read-back in the update step).
@@ -50,8 +53,10 @@ from marinenav.agents.base import (
     Agent,
     AgentConfig,
     PlannerCall,
+    ReplayOptions,
     check_batch,
     make_adam,
+    with_steps_to_next_obs,
 )
 from marinenav.policy.networks import DeterministicActor, QCritic
 from marinenav.policy.selectors import DeterministicSelector
@@ -60,7 +65,14 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 @dataclass
 class DDPGConfig(AgentConfig):
-    """DDPG has no hyperparameters beyond the shared ones (B9)."""
+    """DDPG's options on top of the shared hyperparameters (B9); the defaults are the
+    original's."""
+
+    n_step: int = 1  # per-robot n-step returns (the original: 1)
+
+    def __post_init__(self) -> None:
+        if self.n_step < 1:
+            raise ValueError(f"n_step must be at least 1, got {self.n_step}")
 
 
 class DDPGAgent(Agent):
@@ -98,6 +110,10 @@ class DDPGAgent(Agent):
         }
         self.policy = PolicyWrapper(DeterministicSelector(self.actor), seed=cfg.seed)
 
+    def replay_options(self) -> ReplayOptions:
+        """Uniform replay; per-robot ``n_step`` returns when ``n_step > 1``."""
+        return ReplayOptions(n_step=self.config.n_step)
+
     def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
         """SmoothL1 TD(0) step on the critic only; returns the detached loss."""
         loss, _ = self.loss_module.loss_value(batch)
@@ -112,7 +128,7 @@ class DDPGAgent(Agent):
 
     def update(self, batch: TensorDictBase) -> TensorDict:
         check_batch(batch, self.action_kind)
-        loss_critic = self.critic_step(batch)
+        loss_critic = self.critic_step(with_steps_to_next_obs(batch, self.config.gamma))
         loss_actor = self.actor_step(batch)
         return TensorDict({"loss_critic": loss_critic, "loss_actor": loss_actor}, batch_size=[])
 

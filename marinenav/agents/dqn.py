@@ -20,10 +20,8 @@ Options beyond the original (off by default, so the defaults are the original's 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torchrl.modules import QValueModule
@@ -37,6 +35,7 @@ from marinenav.agents.base import (
     ReplayOptions,
     check_batch,
     make_adam,
+    with_steps_to_next_obs,
 )
 from marinenav.policy.networks import QNetwork
 from marinenav.policy.selectors import GreedyQSelector
@@ -90,10 +89,7 @@ class DQNAgent(Agent):
 
     def update(self, batch: TensorDictBase) -> TensorDict:
         check_batch(batch, self.action_kind)
-        discount = batch.get("discount", None)
-        if discount is not None:  # an m-step transition: TD(0) discounts by gamma ** m
-            steps = torch.log(discount) / math.log(self.config.gamma)
-            batch = batch.clone(recurse=False).set("steps_to_next_obs", steps)
+        batch = with_steps_to_next_obs(batch, self.config.gamma)  # m-step: gamma ** m
         losses = self.loss_module(batch)
         self.step_optimizer("q", losses["loss"], self.network.parameters())
         return TensorDict({"loss_q": losses["loss"].detach()}, batch_size=[])
