@@ -89,6 +89,23 @@ class AgentConfig:
     normalize_observations: bool = False  # scale positions / 10 m, thrusts / 1000 N (not original)
 
 
+def check_n_step(n_step: int) -> None:
+    """An n-step return needs at least one step."""
+    if n_step < 1:
+        raise ValueError(f"n_step must be at least 1, got {n_step}")
+
+
+@dataclass
+class NStepConfig(AgentConfig):
+    """:class:`AgentConfig` plus ``n_step`` for a one-step agent that can learn from the
+    trainer's per-robot n-step replay (off by default: the original's one-step returns)."""
+
+    n_step: int = 1  # per-robot n-step returns (the original: 1)
+
+    def __post_init__(self) -> None:
+        check_n_step(self.n_step)
+
+
 @dataclass(frozen=True)
 class ReplayOptions:
     """The replay an off-policy agent learns from (built by the trainer's ``ReplayLearner``).
@@ -104,8 +121,7 @@ class ReplayOptions:
     n_step: int = 1
 
     def __post_init__(self) -> None:
-        if self.n_step < 1:
-            raise ValueError(f"n_step must be at least 1, got {self.n_step}")
+        check_n_step(self.n_step)
         if self.beta < 0:
             raise ValueError(f"beta must not be negative, got {self.beta}")
 

@@ -51,7 +51,7 @@ from torchrl.objectives import DDPGLoss, HardUpdate, ValueEstimators
 from marinenav.agents.base import (
     OBSERVATION_KEYS,
     Agent,
-    AgentConfig,
+    NStepConfig,
     PlannerCall,
     ReplayOptions,
     check_batch,
@@ -64,15 +64,8 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 
 @dataclass
-class DDPGConfig(AgentConfig):
-    """DDPG's options on top of the shared hyperparameters (B9); the defaults are the
-    original's."""
-
-    n_step: int = 1  # per-robot n-step returns (the original: 1)
-
-    def __post_init__(self) -> None:
-        if self.n_step < 1:
-            raise ValueError(f"n_step must be at least 1, got {self.n_step}")
+class DDPGConfig(NStepConfig):
+    """DDPG has no hyperparameters beyond the shared ones (B9) and ``n_step``."""
 
 
 class DDPGAgent(Agent):

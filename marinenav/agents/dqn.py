@@ -30,7 +30,7 @@ from torchrl.objectives import DQNLoss, HardUpdate, ValueEstimators
 from marinenav.agents.base import (
     OBSERVATION_KEYS,
     Agent,
-    AgentConfig,
+    NStepConfig,
     PlannerCall,
     ReplayOptions,
     check_batch,
@@ -43,15 +43,11 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 
 @dataclass
-class DQNConfig(AgentConfig):
-    """DQN's options on top of the shared hyperparameters (B9); the defaults are the original's."""
+class DQNConfig(NStepConfig):
+    """DQN's options on top of the shared hyperparameters (B9) and ``n_step``; the defaults are
+    the original's."""
 
     double_q: bool = False  # double DQN target (the original: vanilla max over Q_target)
-    n_step: int = 1  # per-robot n-step returns (the original: 1)
-
-    def __post_init__(self) -> None:
-        if self.n_step < 1:
-            raise ValueError(f"n_step must be at least 1, got {self.n_step}")
 
 
 class DQNAgent(Agent):
