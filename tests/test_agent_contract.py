@@ -39,6 +39,7 @@ from tests.test_training import tiny_config
 SPEC_PARAMETER_COUNTS = {
     "ac_iqn": {"actor": 50_354, "critic": 67_249},
     "ddpg": {"actor": 50_354, "critic": 50_609},
+    "td3": {"actor": 50_354},  # the DDPG actor (B4); its two stacked critics: not counted
     "sac": {"actor": 50_612},  # the two stacked critics: tests/test_agent_sac.py
     "iqn": {"network": 69_961},
     "dqn": {"network": 53_321},

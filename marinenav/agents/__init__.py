@@ -1,5 +1,5 @@
-"""The six agents of spec Part B and the two on-policy PPO agents (MAPPO, IPPO, not in the
-paper), one module each, and their registry."""
+"""The six agents of spec Part B, TD3 (DDPG with TD3's changes) and the two on-policy PPO agents
+(MAPPO, IPPO), the last three not in the paper, one module each, and their registry."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ _REGISTRY = {
     "dqn": "marinenav.agents.dqn:DQNAgent",
     "sac": "marinenav.agents.sac:SACAgent",
     "rainbow": "marinenav.agents.rainbow:RainbowAgent",
+    "td3": "marinenav.agents.td3:TD3Agent",
     "mappo": "marinenav.agents.ppo:MAPPOAgent",
     "ippo": "marinenav.agents.ppo:IPPOAgent",
 }

@@ -57,7 +57,8 @@ scripts): :meth:`Agent.compile_policy` compiles the acting network, :meth:`Agent
 wraps ``update`` in ``torch.compile`` and / or TorchRL's ``CudaGraphModule``. A CUDA graph
 replays fixed kernels on fixed buffers, so an agent whose update draws random numbers from a
 generator of its own (CudaGraphModule registers only the default CUDA generator with the
-graph) sets ``cudagraph_update = False`` and is refused at start-up.
+graph), or whose update branches on Python state (TD3's delayed actor step), sets
+``cudagraph_update = False`` and is refused at start-up.
 """
 
 from __future__ import annotations
@@ -231,8 +232,9 @@ class Agent(nn.Module):
                 raise ValueError(f"cudagraphs=true needs the agent on a CUDA device, not {device}")
             if not self.cudagraph_update:
                 raise ValueError(
-                    f"cudagraphs=true: {self.name}'s update draws from a random generator of "
-                    "its own, which a CUDA graph capture cannot register; use compile=true alone"
+                    f"cudagraphs=true: {self.name}'s update cannot be one CUDA graph (it draws "
+                    "from a random generator of its own, or branches on Python state); use "
+                    "compile=true alone"
                 )
             # Adam refuses a capture unless capturable; fused Adam keeps its step counts on the
             # device anyway, so the flag changes no arithmetic
@@ -301,6 +303,20 @@ def make_adam(parameters, lr: float) -> torch.optim.Adam:
     """Adam with the original's settings. ``fused=True``: one kernel per step, and no host read
     of the step counters (the default implementation calls ``item()`` on each of them)."""
     return torch.optim.Adam(parameters, lr=lr, fused=True)
+
+
+def clip_stacked_grad_norm_(parameters, max_norm: float) -> None:
+    """Clip the gradients of K networks whose parameters are stacked ``[K, ...]`` (TorchRL's
+    ``num_qvalue_nets``): network ``k``'s gradient (the ``[k]`` slices) is scaled to global L2
+    norm at most ``max_norm``, separately for each ``k``, as ``clip_grad_norm_`` does per network.
+    In place, no host read."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return
+    squares = torch.stack([g.flatten(1).pow(2).sum(1) for g in grads]).sum(0)  # [K]
+    coef = (max_norm / (squares.sqrt() + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
 
 
 def check_batch(batch: TensorDictBase, action_kind: str) -> None:

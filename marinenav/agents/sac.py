@@ -77,6 +77,7 @@ from marinenav.agents.base import (
     AgentConfig,
     PlannerCall,
     check_batch,
+    clip_stacked_grad_norm_,
     make_adam,
 )
 from marinenav.policy.networks import GaussianActor, QCritic, squash
@@ -233,13 +234,7 @@ class SACAgent(Agent):
     def clip_critic_gradients(self) -> None:
         """Clip each critic's gradient (the ``[k]`` slices of the stacked gradients) to the
         global L2 norm ``grad_clip_norm`` separately, as ``clip_grad_norm_`` does per network."""
-        grads = [p.grad for p in self.critic_parameters() if p.grad is not None]
-        if not grads:
-            return
-        squares = torch.stack([g.flatten(1).pow(2).sum(1) for g in grads]).sum(0)  # [2]
-        coef = (self.config.grad_clip_norm / (squares.sqrt() + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
+        clip_stacked_grad_norm_(self.critic_parameters(), self.config.grad_clip_norm)
 
     def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
         """One MSE step on both critics; returns the detached sum of the two losses."""

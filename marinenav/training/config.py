@@ -91,8 +91,9 @@ class CheckpointConf:
 
 @dataclass
 class TrainConfig:
-    # the agent group: ac_iqn | iqn | ddpg | dqn | sac | rainbow | mappo | ippo (agent=<name>, a
-    # name of marinenav.agents.AGENT_NAMES; mappo and ippo learn on-policy from rollouts)
+    # the agent group: ac_iqn | iqn | ddpg | dqn | sac | rainbow | td3 | mappo | ippo
+    # (agent=<name>, a name of marinenav.agents.AGENT_NAMES; mappo and ippo learn on-policy
+    # from rollouts)
     agent: Any = MISSING
     env: EnvConf = field(default_factory=EnvConf)
     curriculum: CurriculumConf = field(default_factory=CurriculumConf)
@@ -244,8 +245,9 @@ def check_cudagraphs(cfg) -> None:
         )
     if not agent_class(cfg.agent.name).cudagraph_update:
         raise ConfigError(
-            f"cudagraphs=true: agent {cfg.agent.name}'s update draws from a random generator "
-            "of its own, which a CUDA graph capture cannot register; use compile=true alone"
+            f"cudagraphs=true: agent {cfg.agent.name}'s update cannot be one CUDA graph (it "
+            "draws from a random generator of its own, or branches on Python state); use "
+            "compile=true alone"
         )
 
 
