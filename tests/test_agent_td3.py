@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 
 from marinenav.agents.td3 import TD3Agent, TD3Config
-from marinenav.policy.networks import QCritic
 from tests.agent_utils import all_equal, observation_of, training_batch
 from tests.learning_utils import random_return, train_briefly
 
@@ -22,30 +21,18 @@ def snapshot(parameters) -> list[torch.Tensor]:
     return [p.detach().clone() for p in parameters]
 
 
-def critic_copy(agent: TD3Agent, index: int, target: bool = False) -> QCritic:
-    """A plain ``QCritic`` holding online (or target) critic ``index`` of the stacked pair."""
-    lm = agent.loss_module
-    params = lm.target_qvalue_network_params if target else lm.qvalue_network_params
-    critic = QCritic()
-    critic.load_state_dict(
-        {k: v.detach()[index] for k, v in params["module"].flatten_keys(".").items()}
-    )
-    return critic
-
-
 def hand_loss(agent: TD3Agent, target_actor, batch, discount=0.99) -> torch.Tensor:
     """``sum_k SmoothL1(Q_k(s, a), r + discount (1 - terminated) min_k Q_target_k(s', mu_t(s')))``
     with no smoothing noise."""
     nxt = batch["next"]
     with torch.no_grad():
         next_action = target_actor(*observation_of(nxt))
-        next_q = torch.stack(
-            [critic_copy(agent, k, target=True)(*observation_of(nxt), next_action) for k in (0, 1)]
-        ).squeeze(-1)
+        targets = [agent.critic_network(k, target=True) for k in (0, 1)]
+        next_q = torch.stack([q(*observation_of(nxt), next_action) for q in targets]).squeeze(-1)
         bootstrap = discount * (~nxt["terminated"].squeeze(-1)) * next_q.min(0)[0]
         y = nxt["reward"].squeeze(-1) + bootstrap
         observed = observation_of(batch)
-        q = [critic_copy(agent, k)(*observed, batch["action"]).squeeze(-1) for k in (0, 1)]
+        q = [agent.critic_network(k)(*observed, batch["action"]).squeeze(-1) for k in (0, 1)]
     return F.smooth_l1_loss(q[0], y) + F.smooth_l1_loss(q[1], y)
 
 
@@ -56,8 +43,8 @@ def test_critic_loss_is_smooth_l1_to_the_min_of_the_target_critics() -> None:
     batch = training_batch(32, "continuous", seed=2)
     expected = hand_loss(agent, target_actor, batch)
     # the two critics start apart (seeds +1, +2), so the min differs from either critic alone
-    assert not all_equal(snapshot(critic_copy(agent, 0).parameters()),
-                         snapshot(critic_copy(agent, 1).parameters()))  # fmt: skip
+    assert not all_equal(snapshot(agent.critic_network(0).parameters()),
+                         snapshot(agent.critic_network(1).parameters()))  # fmt: skip
     loss, _ = agent.loss_module.value_loss(batch.clone())
     torch.testing.assert_close(loss, expected)
     out = agent.update(batch)

@@ -74,6 +74,7 @@ from torch import nn
 from torchrl._utils import compile_with_warmup
 from torchrl.objectives.utils import TargetNetUpdater
 
+from marinenav.policy.networks import QCritic
 from marinenav.policy.wrapper import PolicyWrapper
 
 OBSERVATION_KEYS = ("self_state", "objects", "objects_mask")
@@ -184,8 +185,10 @@ class Agent(nn.Module):
 
     # ------------------------------------------------------------------ learning
     def replay_options(self) -> ReplayOptions:
-        """The replay this agent learns from: uniform, one-step transitions by default."""
-        return ReplayOptions()
+        """The replay this agent learns from: uniform, with the config's ``n_step`` returns
+        when it is an :class:`NStepConfig`, one-step transitions otherwise."""
+        n_step = self.config.n_step if isinstance(self.config, NStepConfig) else 1
+        return ReplayOptions(n_step=n_step)
 
     def update(self, batch: TensorDictBase) -> TensorDict:
         """One gradient step on every network; returns detached losses (0-dim tensors)."""
@@ -197,12 +200,19 @@ class Agent(nn.Module):
         if self.target_updater is not None:
             self.target_updater.step()
 
-    def step_optimizer(self, name: str, loss: torch.Tensor, parameters) -> None:
-        """Backward, clip the gradient norm of ``parameters`` and step optimiser ``name``."""
+    def step_optimizer(
+        self, name: str, loss: torch.Tensor, parameters, stacked: bool = False
+    ) -> None:
+        """Backward, clip the gradient norm of ``parameters`` and step optimiser ``name``.
+        ``stacked``: ``parameters`` hold K networks stacked ``[K, ...]``, each clipped
+        separately (:func:`clip_stacked_grad_norm_`)."""
         optimizer = self.optimizers[name]
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(parameters, self.config.grad_clip_norm)
+        if stacked:
+            clip_stacked_grad_norm_(parameters, self.config.grad_clip_norm)
+        else:
+            torch.nn.utils.clip_grad_norm_(parameters, self.config.grad_clip_norm)
         optimizer.step()
 
     # ------------------------------------------------------------------ accelerators (opt-in)
@@ -297,6 +307,31 @@ class Agent(nn.Module):
         """Extra entries of the exported file's ``marinenav_export.json`` record (JSON values);
         the planner loader hands those that :meth:`planner_action` names back to it."""
         return {}
+
+
+class StackedCritics:
+    """For an agent whose TorchRL loss holds its Q critics stacked ``[K, ...]`` as
+    ``loss_module.qvalue_network_params`` (``num_qvalue_nets``; SAC, TD3), all ``QCritic``."""
+
+    loss_module: Any
+    config: AgentConfig
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        """The stacked ``[K, ...]`` parameters of the online critics."""
+        params = self.loss_module.qvalue_network_params.values(True, True)
+        return [p for p in params if isinstance(p, nn.Parameter)]
+
+    def critic_network(self, index: int, target: bool = False) -> QCritic:
+        """A plain ``QCritic`` holding a copy of online (or target) critic ``index``."""
+        params = (
+            self.loss_module.target_qvalue_network_params
+            if target
+            else self.loss_module.qvalue_network_params
+        )
+        state = {k: v.detach()[index] for k, v in params["module"].flatten_keys(".").items()}
+        critic = QCritic(normalize=self.config.normalize_observations)
+        critic.load_state_dict(state)
+        return critic.to(next(iter(state.values())).device)
 
 
 def make_adam(parameters, lr: float) -> torch.optim.Adam:

@@ -53,7 +53,6 @@ from marinenav.agents.base import (
     Agent,
     NStepConfig,
     PlannerCall,
-    ReplayOptions,
     check_batch,
     make_adam,
     with_steps_to_next_obs,
@@ -102,10 +101,6 @@ class DDPGAgent(Agent):
             "actor": make_adam(self.actor.parameters(), cfg.lr),
         }
         self.policy = PolicyWrapper(DeterministicSelector(self.actor), seed=cfg.seed)
-
-    def replay_options(self) -> ReplayOptions:
-        """Uniform replay; per-robot ``n_step`` returns when ``n_step > 1``."""
-        return ReplayOptions(n_step=self.config.n_step)
 
     def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
         """SmoothL1 TD(0) step on the critic only; returns the detached loss."""

@@ -32,7 +32,6 @@ from marinenav.agents.base import (
     Agent,
     NStepConfig,
     PlannerCall,
-    ReplayOptions,
     check_batch,
     make_adam,
     with_steps_to_next_obs,
@@ -78,10 +77,6 @@ class DQNAgent(Agent):
         self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
         self.optimizers = {"q": make_adam(self.network.parameters(), cfg.lr)}
         self.policy = PolicyWrapper(GreedyQSelector(self.network), seed=cfg.seed)
-
-    def replay_options(self) -> ReplayOptions:
-        """Uniform replay; per-robot ``n_step`` returns when ``n_step > 1``."""
-        return ReplayOptions(n_step=self.config.n_step)
 
     def update(self, batch: TensorDictBase) -> TensorDict:
         check_batch(batch, self.action_kind)

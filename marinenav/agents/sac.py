@@ -76,8 +76,8 @@ from marinenav.agents.base import (
     Agent,
     AgentConfig,
     PlannerCall,
+    StackedCritics,
     check_batch,
-    clip_stacked_grad_norm_,
     make_adam,
 )
 from marinenav.policy.networks import GaussianActor, QCritic, squash
@@ -161,7 +161,7 @@ class SACConfig(AgentConfig):
     target_entropy: float = -2.0  # -action_dim, used only when learn_alpha
 
 
-class SACAgent(Agent):
+class SACAgent(StackedCritics, Agent):
     """SAC agent: ``actor`` online network, TorchRL ``SACLoss`` holding the stacked critics and
     their targets, optimisers ``"critics"``, ``"actor"`` (and ``"alpha"`` when learned)."""
 
@@ -209,41 +209,15 @@ class SACAgent(Agent):
             self.optimizers["alpha"] = make_adam([self.loss_module.log_alpha], cfg.lr)
         self.policy = PolicyWrapper(GaussianSelector(self.actor), seed=cfg.seed)
 
-    def critic_parameters(self) -> list[nn.Parameter]:
-        """The stacked ``[2, ...]`` parameters of both online critics."""
-        params = self.loss_module.qvalue_network_params.values(True, True)
-        return [p for p in params if isinstance(p, nn.Parameter)]
-
-    def critic_network(self, index: int, target: bool = False) -> QCritic:
-        """A plain ``QCritic`` holding a copy of online (or target) critic ``index`` (0 or 1)."""
-        params = (
-            self.loss_module.target_qvalue_network_params
-            if target
-            else self.loss_module.qvalue_network_params
-        )
-        critic = QCritic(normalize=self.config.normalize_observations)
-        state = {k: v.detach()[index] for k, v in params["module"].flatten_keys(".").items()}
-        critic.load_state_dict(state)
-        return critic.to(self.loss_module.log_alpha.device)
-
     @property
     def alpha(self) -> torch.Tensor:
         """The current temperature (0-dim tensor, no host read)."""
         return self.loss_module.log_alpha.detach().exp()
 
-    def clip_critic_gradients(self) -> None:
-        """Clip each critic's gradient (the ``[k]`` slices of the stacked gradients) to the
-        global L2 norm ``grad_clip_norm`` separately, as ``clip_grad_norm_`` does per network."""
-        clip_stacked_grad_norm_(self.critic_parameters(), self.config.grad_clip_norm)
-
     def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
         """One MSE step on both critics; returns the detached sum of the two losses."""
         loss, _ = self.loss_module.qvalue_v2_loss(batch)
-        optimizer = self.optimizers["critics"]
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.clip_critic_gradients()
-        optimizer.step()
+        self.step_optimizer("critics", loss, self.critic_parameters(), stacked=True)
         return loss.detach()
 
     def actor_step(self, batch: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:

@@ -44,7 +44,6 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
-from torch import nn
 from torchrl._utils import compile_with_warmup
 from torchrl.objectives import HardUpdate, TD3Loss, ValueEstimators
 
@@ -53,9 +52,8 @@ from marinenav.agents.base import (
     Agent,
     NStepConfig,
     PlannerCall,
-    ReplayOptions,
+    StackedCritics,
     check_batch,
-    clip_stacked_grad_norm_,
     make_adam,
     with_steps_to_next_obs,
 )
@@ -84,7 +82,7 @@ class TD3Config(NStepConfig):
             raise ValueError(f"policy_delay must be at least 1, got {self.policy_delay}")
 
 
-class TD3Agent(Agent):
+class TD3Agent(StackedCritics, Agent):
     """TD3 agent: ``actor`` online network, TorchRL ``TD3Loss`` holding the stacked critics and
     the targets, optimisers ``"critics"`` and ``"actor"``."""
 
@@ -127,24 +125,11 @@ class TD3Agent(Agent):
         self.critic_updates = 0  # calls of update() so far (decides the delayed actor step)
         self.register_buffer("last_loss_actor", torch.zeros(()), persistent=False)
 
-    def replay_options(self) -> ReplayOptions:
-        """Uniform replay; per-robot ``n_step`` returns when ``n_step > 1``."""
-        return ReplayOptions(n_step=self.config.n_step)
-
-    def critic_parameters(self) -> list[nn.Parameter]:
-        """The stacked ``[2, ...]`` parameters of both online critics."""
-        params = self.loss_module.qvalue_network_params.values(True, True)
-        return [p for p in params if isinstance(p, nn.Parameter)]
-
     def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
         """One SmoothL1 step on both critics towards the clipped double-Q target; returns the
         detached sum of the two critics' losses."""
         loss, _ = self.loss_module.value_loss(batch)
-        optimizer = self.optimizers["critics"]
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        clip_stacked_grad_norm_(self.critic_parameters(), self.config.grad_clip_norm)
-        optimizer.step()
+        self.step_optimizer("critics", loss, self.critic_parameters(), stacked=True)
         return loss.detach()
 
     def actor_step(self, batch: TensorDictBase) -> torch.Tensor:
