@@ -69,7 +69,7 @@ from typing import Any, ClassVar, Literal
 
 import torch
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import CudaGraphModule
+from tensordict.nn import CudaGraphModule, TensorDictModule
 from torch import nn
 from torchrl._utils import compile_with_warmup
 from torchrl.objectives.utils import TargetNetUpdater
@@ -315,6 +315,20 @@ class StackedCritics:
 
     loss_module: Any
     config: AgentConfig
+
+    @staticmethod
+    def critic_modules(config: AgentConfig, count: int = 2) -> list[TensorDictModule]:
+        """``count`` ``QCritic`` modules for the loss (``[*OBSERVATION_KEYS, "action"]`` ->
+        ``"state_action_value"``), seeded ``config.seed + 1``, ``+ 2``, ... so that they start
+        from different initialisations."""
+        return [
+            TensorDictModule(
+                QCritic(seed=config.seed + k, normalize=config.normalize_observations),
+                in_keys=[*OBSERVATION_KEYS, "action"],
+                out_keys=["state_action_value"],
+            )
+            for k in range(1, count + 1)
+        ]
 
     def critic_parameters(self) -> list[nn.Parameter]:
         """The stacked ``[K, ...]`` parameters of the online critics."""

@@ -80,7 +80,7 @@ from marinenav.agents.base import (
     check_batch,
     make_adam,
 )
-from marinenav.policy.networks import GaussianActor, QCritic, squash
+from marinenav.policy.networks import GaussianActor, squash
 from marinenav.policy.selectors import GaussianSelector
 from marinenav.policy.wrapper import PolicyWrapper
 
@@ -174,8 +174,7 @@ class SACAgent(StackedCritics, Agent):
     def __init__(self, config: SACConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        normalize = cfg.normalize_observations
-        self.actor = GaussianActor(seed=cfg.seed, normalize=normalize)
+        self.actor = GaussianActor(seed=cfg.seed, normalize=cfg.normalize_observations)
         actor_module = ProbabilisticActor(
             TensorDictModule(
                 _LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=["loc", "scale"]
@@ -184,14 +183,7 @@ class SACAgent(StackedCritics, Agent):
             out_keys=["action"],
             distribution_class=AtanSquashedNormal,
         )
-        critics = [
-            TensorDictModule(
-                QCritic(seed=cfg.seed + k, normalize=normalize),
-                in_keys=[*OBSERVATION_KEYS, "action"],
-                out_keys=["state_action_value"],
-            )
-            for k in (1, 2)
-        ]
+        critics = self.critic_modules(cfg)
         self.loss_module = SACLoss(
             actor_module, critics, num_qvalue_nets=2, loss_function="l2",
             alpha_init=cfg.alpha, fixed_alpha=not cfg.learn_alpha,

@@ -57,7 +57,7 @@ from marinenav.agents.base import (
     make_adam,
     with_steps_to_next_obs,
 )
-from marinenav.policy.networks import DeterministicActor, QCritic
+from marinenav.policy.networks import DeterministicActor
 from marinenav.policy.selectors import DeterministicSelector
 from marinenav.policy.wrapper import PolicyWrapper
 
@@ -96,19 +96,11 @@ class TD3Agent(StackedCritics, Agent):
     def __init__(self, config: TD3Config | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        normalize = cfg.normalize_observations
-        self.actor = DeterministicActor(seed=cfg.seed, normalize=normalize)
+        self.actor = DeterministicActor(seed=cfg.seed, normalize=cfg.normalize_observations)
         actor_module = TensorDictModule(
             self.actor, in_keys=list(OBSERVATION_KEYS), out_keys=["action"]
         )
-        critics = [
-            TensorDictModule(
-                QCritic(seed=cfg.seed + k, normalize=normalize),
-                in_keys=[*OBSERVATION_KEYS, "action"],
-                out_keys=["state_action_value"],
-            )
-            for k in (1, 2)
-        ]
+        critics = self.critic_modules(cfg)
         self.loss_module = TD3Loss(
             actor_module, critics, bounds=(-1.0, 1.0), num_qvalue_nets=2,
             policy_noise=cfg.policy_noise, noise_clip=cfg.noise_clip, loss_function="smooth_l1",
