@@ -25,7 +25,9 @@ exploring (:class:`~marinenav.policy.selectors.DeterministicSelector` in the ``P
 no Gaussian or OU noise.
 
 Deviation from the original: timeouts (truncations) bootstrap; the original stores them as
-terminal (quirk A8). The loss itself follows the original exactly.
+terminal (quirk A8). The loss itself follows the original exactly. ``n_step=n > 1`` (off by
+default; not original): the trainer's per-robot n-step replay, the target discounted by each
+transition's ``discount`` (``gamma ** m``, ``m <= n``) instead of ``gamma``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase, TensorDictParams
 from torchrl.objectives import HardUpdate, LossModule
 
-from marinenav.agents.base import Agent, AgentConfig, PlannerCall, check_batch, make_adam
+from marinenav.agents.base import Agent, NStepConfig, PlannerCall, check_batch, make_adam
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.policy.networks import DeterministicActor, QuantileCritic
 from marinenav.policy.selectors import DeterministicSelector
@@ -44,8 +46,9 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 
 @dataclass
-class ACIQNConfig(AgentConfig):
-    """AC-IQN hyperparameters beyond the shared ones (B2, B9)."""
+class ACIQNConfig(NStepConfig):
+    """AC-IQN hyperparameters beyond the shared ones (B2, B9); ``n_step`` (off by default, not
+    the original) selects the trainer's per-robot n-step returns."""
 
     num_tau_train: int = 8  # quantile fractions of the critic prediction Z(s, a; tau_i)
     num_tau_target: int = 8  # quantile fractions of the target Z_target(s', mu'(s'); tau'_j)

@@ -16,6 +16,8 @@ attribute / method        what it tells
 ``replay_options()``      the replay the ``"replay"`` learner builds (:class:`ReplayOptions`)
 ``update(batch)``         one gradient step on every network; losses as 0-dim tensors
 ``update_targets()``      hard target copy (the trainer calls it every ``target_update_interval``)
+``use_soft_targets(tau)`` Polyak-averaged targets instead (``update_targets`` then steps them)
+``set_lr_fraction(f)``    every optimiser's learning rate as ``f`` times its initial one
 ``rng_state()``           the acting policy's random streams (checkpoints), ``load_rng_state``
 ``model_type``            the original's file-name spelling (``traced_<model_type>_model.pt``)
 ``export_outputs``        names of the exported module's outputs
@@ -72,6 +74,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import CudaGraphModule, TensorDictModule
 from torch import nn
 from torchrl._utils import compile_with_warmup
+from torchrl.objectives import SoftUpdate
 from torchrl.objectives.utils import TargetNetUpdater
 
 from marinenav.policy.networks import QCritic
@@ -195,10 +198,30 @@ class Agent(nn.Module):
         raise NotImplementedError
 
     def update_targets(self) -> None:
-        """Copy the online parameters into the target networks (``target_updater``; nothing
-        for an agent without targets)."""
+        """Move the target networks to the online ones (``target_updater``: a hard copy, or one
+        Polyak step after :meth:`use_soft_targets`; nothing for an agent without targets)."""
         if self.target_updater is not None:
             self.target_updater.step()
+
+    def use_soft_targets(self, tau: float) -> None:
+        """Replace the hard copies by Polyak averaging (TorchRL's ``SoftUpdate``): each
+        :meth:`update_targets` call sets ``target <- (1 - tau) target + tau online`` for every
+        target parameter the loss module holds. The trainer then calls it after every gradient
+        update (``training.target_tau``). Not the original (hard copies every 10,000 steps)."""
+        if not 0.0 < tau <= 1.0:
+            raise ValueError(f"tau must be in (0, 1], got {tau}")
+        if self.target_updater is not None:
+            self.target_updater = SoftUpdate(self.loss_module, tau=tau)
+
+    def set_lr_fraction(self, fraction: float) -> None:
+        """Set every optimiser's learning rate to ``fraction`` times the rate it was built with
+        (kept in each parameter group's ``initial_lr``, torch's scheduler convention). Host
+        arithmetic on Python floats: no device read. The trainer's linear decay
+        (``training.final_lr_fraction``) calls it once per batched step."""
+        for optimizer in self.optimizers.values():
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+                group["lr"] = group["initial_lr"] * fraction
 
     def step_optimizer(
         self, name: str, loss: torch.Tensor, parameters, stacked: bool = False

@@ -16,7 +16,8 @@ Deviation from the original (quirk B3): the original's target takes the max over
 separately for every target fraction ``tau'_j``. We implement the standard IQN target: the greedy
 next action ``a* = argmax_a mean_j Z_target(s', a; tau'_j)`` is chosen once per transition, then
 ``T_j = r + gamma (1 - terminated) Z_target(s', a*; tau'_j)``. Timeouts (truncations) bootstrap,
-unlike the original, which stores them as terminal (quirk A8).
+unlike the original, which stores them as terminal (quirk A8). ``n_step=n > 1`` (off by default;
+not original): per-robot n-step returns, each target discounted by its transition's ``discount``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from tensordict import TensorDict, TensorDictBase, TensorDictParams
 from torch import nn
 from torchrl.objectives import HardUpdate, LossModule
 
-from marinenav.agents.base import Agent, AgentConfig, check_batch, make_adam, planner_output
+from marinenav.agents.base import Agent, NStepConfig, check_batch, make_adam, planner_output
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.policy.networks import ImplicitQuantileNetwork
 from marinenav.policy.selectors import QuantileSelector
@@ -37,8 +38,9 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 
 @dataclass
-class IQNConfig(AgentConfig):
-    """IQN hyperparameters beyond the shared ones (B3, B9)."""
+class IQNConfig(NStepConfig):
+    """IQN hyperparameters beyond the shared ones (B3, B9); ``n_step`` (off by default, not the
+    original) selects the trainer's per-robot n-step returns."""
 
     num_tau_train: int = 8  # quantile fractions of the prediction Z(s, a; tau_i)
     num_tau_target: int = 8  # quantile fractions of the target Z_target(s', a*; tau'_j)

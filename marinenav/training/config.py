@@ -58,6 +58,11 @@ class TrainingConf:
     updates_per_timestep: float = 0.25  # gradient updates per timestep (original: 1 per 4)
     batch_size: int = 64  # transitions per gradient update
     target_update_interval: int = 10_000  # timesteps between hard target copies
+    # Polyak rate of the target networks per gradient update (null: the original's hard copies
+    # every target_update_interval; FastTD3 0.1, PQL 0.05, TorchRL / BenchMARL 0.005)
+    target_tau: Optional[float] = None  # noqa: UP045 (OmegaConf needs Optional)
+    # learning rates decay linearly over the budget to this fraction of agent.lr (1: constant)
+    final_lr_fraction: float = 1.0
     initial_epsilon: float = 0.6  # exploration rate at the start
     final_epsilon: float = 0.05  # exploration rate after the decay
     exploration_fraction: float = 0.25  # fraction of the budget over which epsilon decays
@@ -87,6 +92,10 @@ class LoggerConf:
 class CheckpointConf:
     interval: int = 60_000  # timesteps between checkpoints (also written at the end)
     save_replay: bool = True  # include the replay buffer (exact resume, larger files)
+    # also keep the agent of every evaluation in evaluated/<timestep>/ (policy snapshots: no
+    # replay, not resumable; for evaluating the last checkpoints on another set). The agent of
+    # the best evaluation is always kept in best/.
+    keep_evaluated: bool = False
 
 
 @dataclass
@@ -101,6 +110,8 @@ class TrainConfig:
     training: TrainingConf = field(default_factory=TrainingConf)
     evaluation: EvaluationConf = field(default_factory=EvaluationConf)
     checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
+    # the recipe the run was composed with (set by conf/recipe/<name>.yaml; recipe=<name>)
+    recipe: str = "paper"
     seed: int = 0  # run seed: environments, exploration; networks use seed + 100
     device: str = "auto"  # auto (CUDA when present), cpu, cuda or cuda:N
     threads: int = 1  # torch CPU threads (0: torch's default); see docs/benchmarks.md
@@ -301,6 +312,17 @@ def _validate(cfg) -> None:
     for key, value in non_negative.items():
         if value < 0:
             raise ConfigError(f"{key} must not be negative, got {value}")
+    tau = cfg.training.target_tau
+    if replay and tau is not None and not 0.0 < tau <= 1.0:
+        raise ConfigError(f"training.target_tau must be in (0, 1] or null, got {tau}")
+    fraction = cfg.training.final_lr_fraction
+    if not 0.0 <= fraction <= 1.0:
+        raise ConfigError(f"training.final_lr_fraction must be in [0, 1], got {fraction}")
+    if cfg.cudagraphs and fraction != 1.0:
+        raise ConfigError(
+            "training.final_lr_fraction must be 1 with cudagraphs=true (a captured optimiser "
+            f"step keeps the learning rate it was captured with), got {fraction}"
+        )
     epsilon_keys = ("initial_epsilon", "final_epsilon", "exploration_fraction")
     for key in epsilon_keys if cls.epsilon_greedy else ():
         value = getattr(cfg.training, key)

@@ -98,6 +98,9 @@ class ReplayLearner:
     transitions (:class:`~marinenav.training.nstep.NStepTransitions`). A ``"priority"`` entry
     of the agent's losses goes back to the sampler at the batch's ``"index"``.
 
+    Targets: with ``training.target_tau`` set, one Polyak step (``agent.update_targets()``)
+    after every update; otherwise the trainer's hard copies.
+
     Updates: none before ``training.learning_starts`` timesteps; from then on
     ``updates_per_timestep`` per new timestep, the fractional part carried over
     (``pending_updates``), so E environments per step do not change how much learning each
@@ -123,6 +126,8 @@ class ReplayLearner:
         self.replay = RobotReplay(
             training.replay_capacity, device, training.batch_size, sampler, seed=cfg.seed
         )
+        # Polyak targets step after every update; hard copies are the trainer's (by timesteps)
+        self.soft_targets = training.get("target_tau", None) is not None
         self.timesteps = 0  # the run's timestep count at the last learn() (host counter)
         self.pending_updates = 0.0  # fraction of an update carried to the next step
 
@@ -156,6 +161,8 @@ class ReplayLearner:
         for _ in range(count):
             batch = self.replay.sample()
             losses = self.agent.update(batch)
+            if self.soft_targets:
+                self.agent.update_targets()
             priority = losses.pop("priority", None)
             if priority is not None:
                 self.replay.update_priority(batch.get("index"), priority)

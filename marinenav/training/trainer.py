@@ -5,10 +5,15 @@ agents whose class says ``epsilon_greedy``), act with the agent's ``PolicyWrappe
 environment and restart the finished ones (``MarineNavEnv.step_and_reset``, no host read), and
 hand the step to the agent's *learner* (``marinenav.training.learners``: the one its class
 attribute ``learning`` names), which stores what it needs and takes the gradient updates due.
-Target copies (``agent.update_targets()``), evaluations, checkpoints and metric read-backs
-happen when the timestep counter crosses their intervals. Metrics are accumulated as device
-tensors and read back once per logging interval. The trainer knows agents only through that
-contract (``marinenav.agents.base``), never by name.
+Target copies (``agent.update_targets()``; with ``training.target_tau`` the learner takes a
+Polyak step after every update instead), evaluations, checkpoints and metric read-backs
+happen when the timestep counter crosses their intervals. The learning rates follow a linear
+decay to ``training.final_lr_fraction`` of their initial values over the budget (constant by
+default). Every evaluation that matches or beats the best success so far writes the agent to
+``best/checkpoint.pt`` (a policy snapshot: no replay, not resumable); with
+``checkpoint.keep_evaluated`` every evaluated agent is kept in ``evaluated/<timestep>/``.
+Metrics are accumulated as device tensors and read back once per logging interval. The
+trainer knows agents only through that contract (``marinenav.agents.base``), never by name.
 
 Accelerators (opt-in, TorchRL's sota ``compile`` / ``cudagraphs`` keys): ``compile=true``
 compiles the environment step (``MarineNavEnv(compile_step=True)``), the acting network
@@ -50,6 +55,8 @@ from marinenav.training.evaluation import Evaluator, evaluation_scenarios
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar
 
+BEST_DIR = "best"  # the agent of the best evaluation so far, beside the last checkpoint
+EVALUATED_DIR = "evaluated"  # evaluated/<timestep>/: every evaluated agent (keep_evaluated)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
 
 
@@ -151,6 +158,8 @@ class Trainer:
         schedule = schedule_of(cfg)
         torch.manual_seed(cfg.seed)
         self.agent = self._make_agent()
+        if cfg.training.get("target_tau", None) is not None:
+            self.agent.use_soft_targets(cfg.training.target_tau)
         self.env = MarineNavEnv(
             cfg.env.num_envs, self.agent.action_kind, schedule=schedule,
             robot_slots=cfg.env.robot_slots, obstacle_slots=cfg.env.obstacle_slots,
@@ -250,8 +259,11 @@ class Trainer:
             before = self.timesteps
             self.step_environments()
             self.timesteps += E
+            self.decay_learning_rate()
             self.learn()
-            if crossed(before, self.timesteps, cfg.training.target_update_interval):
+            interval = cfg.training.target_update_interval
+            hard_targets = cfg.training.get("target_tau", None) is None
+            if hard_targets and crossed(before, self.timesteps, interval):
                 self.agent.update_targets()
             if crossed(before, self.timesteps, cfg.evaluation.interval, cfg.evaluation.first):
                 self.evaluate(bar)
@@ -314,6 +326,16 @@ class Trainer:
             step_output, self.td = self.env.step_and_reset(step_input)
         self.learner.observe(step_input, step_output)
         self._track_episodes(step_input, step_output)
+
+    def decay_learning_rate(self) -> None:
+        """Linear decay of every learning rate from its initial value (progress 0) to
+        ``training.final_lr_fraction`` of it (the end of the budget); nothing when the fraction
+        is 1 (the original's constant rate). Host arithmetic only."""
+        final = self.cfg.training.get("final_lr_fraction", 1.0)
+        if final == 1.0:
+            return
+        progress = min(self.timesteps / self.cfg.training.total_timesteps, 1.0)
+        self.agent.set_lr_fraction(1.0 + (final - 1.0) * progress)
 
     def learn(self) -> None:
         """Let the learner take the updates due at the current timestep count; accumulate
@@ -409,8 +431,28 @@ class Trainer:
                 self.logger.log_scalar(name, value, step=self.timesteps)
         with open(self.run_dir / "evaluations.jsonl", "a") as f:
             f.write(json.dumps(metrics) + "\n")
+        best = max((e["eval/success_rate"] for e in self.evaluations), default=-1.0)
         self.evaluations.append(metrics)
+        if metrics["eval/success_rate"] >= best:  # ties: the later, longer-trained agent
+            self.save_snapshot(self.run_dir / BEST_DIR)
+        if self.cfg.checkpoint.get("keep_evaluated", False):
+            self.save_snapshot(self.run_dir / EVALUATED_DIR / str(self.timesteps))
         return metrics
+
+    def save_snapshot(self, directory: Path) -> Path:
+        """The agent as it is now (networks, optimisers, config, counters, the evaluations so
+        far) in ``directory/checkpoint.pt``: what ``marinenav.export`` and
+        ``marinenav.evaluate`` read, without the replay. Not resumable."""
+        directory.mkdir(parents=True, exist_ok=True)
+        state = {
+            "config": OmegaConf.to_container(self.cfg, resolve=True),
+            "agent": self.agent.training_state_dict(),
+            "counters": {"timesteps": self.timesteps, "updates": self.updates,
+                         "wall_clock_s": self.wall_clock},
+            "evaluations": self.evaluations,
+            "snapshot": True,
+        }  # fmt: skip
+        return write_checkpoint(state, directory / CHECKPOINT_NAME)
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoint_to_resume(self) -> Path | None:
@@ -467,6 +509,11 @@ class Trainer:
 
     def load_checkpoint(self, path: Path) -> None:
         state = load_checkpoint(path, self.device)
+        if state.get("snapshot"):
+            raise ValueError(
+                f"{path} is a policy snapshot ({BEST_DIR}/ or {EVALUATED_DIR}/: no replay or "
+                "simulator state); resume from the run directory's own checkpoint.pt"
+            )
         saved = state["config"]
         if saved["agent"]["name"] != self.cfg.agent.name:
             raise ValueError(f"checkpoint {path} is of agent {saved['agent']['name']!r}, "
