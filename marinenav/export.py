@@ -341,7 +341,9 @@ def planner_action(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m marinenav.export RUN_DIR [--out DIR] [--onnx]``: export the run's trained
-    agent; prints the written paths. Exit code 2 for a missing run directory or checkpoint."""
+    agent (its last checkpoint) and, when the run has one, its best evaluated agent (``best/``)
+    into ``DIR/best/``; prints the written paths. Exit code 2 for a missing run directory or
+    checkpoint."""
     parser = argparse.ArgumentParser(
         prog="python -m marinenav.export",
         description="Export a trained agent as TorchScript (and ONNX) for the C++ planner (C7).",
@@ -351,7 +353,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--onnx", action="store_true", help="also write <agent>_model.onnx")
     args = parser.parse_args(argv)
 
-    from marinenav.training.checkpoint import CHECKPOINT_NAME, checkpoint_path, load_agent
+    from marinenav.training.checkpoint import (
+        BEST_DIR,
+        CHECKPOINT_NAME,
+        checkpoint_path,
+        load_agent,
+    )
 
     if not args.run_dir.exists():
         parser.error(f"run directory {args.run_dir} does not exist")
@@ -365,16 +372,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             parser.error("--onnx needs the onnx package: pip install onnx")
 
-    try:
-        agent, _ = load_agent(args.run_dir, device="cpu")
-    except ValueError as error:  # a truncated or corrupt checkpoint: one line naming the file
-        parser.error(str(error))
     out = args.out if args.out is not None else args.run_dir
-    paths = [export_torchscript(agent, out / planner_file_name(agent.name))]
-    if args.onnx:
-        paths.append(export_onnx(agent, out / f"{type(agent).model_type}_model.onnx"))
-    for path in paths:
-        print(path)
+    # the last checkpoint, and the best evaluated agent (best/, written by the trainer) beside it
+    sources = [(args.run_dir, out)]
+    if (args.run_dir / BEST_DIR / CHECKPOINT_NAME).is_file():
+        sources.append((args.run_dir / BEST_DIR, out / BEST_DIR))
+    for source, target in sources:
+        try:
+            agent, _ = load_agent(source, device="cpu")
+        except ValueError as error:  # a truncated or corrupt checkpoint: one line naming it
+            parser.error(str(error))
+        paths = [export_torchscript(agent, target / planner_file_name(agent.name))]
+        if args.onnx:
+            paths.append(export_onnx(agent, target / f"{type(agent).model_type}_model.onnx"))
+        for path in paths:
+            print(path)
     return 0
 
 

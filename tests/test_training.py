@@ -25,6 +25,7 @@ from tests.test_no_host_sync import count_read_backs
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
+    "recipe=paper",  # the original's settings; the fast recipe has its own tests (test_recipes)
     "env.num_envs=2",
     "curriculum=stage0",
     "curriculum.num_robots=[2]",

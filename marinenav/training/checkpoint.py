@@ -3,7 +3,11 @@
 A run directory (``hydra.run.dir``) holds ``checkpoint.pt`` (written by the trainer: config,
 agent networks and optimisers, the agent's acting random streams, the learner's state (replay,
 n-step windows, update counters), simulator state, counters) and ``eval_configs.json`` (the fixed
-evaluation set in the original's layout). Older checkpoints are read in today's layout
+evaluation set in the original's layout). ``best/checkpoint.pt`` holds the agent of the best
+evaluation (ties: the later), and with ``checkpoint.keep_evaluated`` ``evaluated/<timestep>/
+checkpoint.pt`` every evaluated agent: policy snapshots (config, agent, counters, evaluations,
+``"snapshot": True``; no replay or simulator state), which :func:`load_agent` reads like a
+checkpoint and the trainer refuses to resume from. Older checkpoints are read in today's layout
 (:func:`current_layout`).
 
 Checkpoints are written atomically (:func:`write_checkpoint`): to a temporary file beside the
@@ -22,6 +26,8 @@ import torch
 from marinenav.agents import Agent, agent_class
 
 CHECKPOINT_NAME = "checkpoint.pt"
+BEST_DIR = "best"  # the agent of the best evaluation so far, beside the last checkpoint
+EVALUATED_DIR = "evaluated"  # evaluated/<timestep>/: every evaluated agent (keep_evaluated)
 
 
 class CheckpointError(ValueError):

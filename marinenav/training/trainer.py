@@ -49,14 +49,18 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 from marinenav.agents import Agent, agent_class
 from marinenav.envs import MarineNavEnv
 from marinenav.sim import InfoState
-from marinenav.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, write_checkpoint
+from marinenav.training.checkpoint import (
+    BEST_DIR,
+    CHECKPOINT_NAME,
+    EVALUATED_DIR,
+    load_checkpoint,
+    write_checkpoint,
+)
 from marinenav.training.config import evaluation_layout, schedule_of, validate
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar
 
-BEST_DIR = "best"  # the agent of the best evaluation so far, beside the last checkpoint
-EVALUATED_DIR = "evaluated"  # evaluated/<timestep>/: every evaluated agent (keep_evaluated)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
 
 

@@ -1,0 +1,160 @@
+"""Recipes (conf/recipe/): ``recipe=paper`` composes to the original's settings, the default
+(fast) recipe composes and trains; the levers it uses (Polyak targets, learning-rate decay,
+best and evaluated snapshots) against hand-computed values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import open_dict
+
+from marinenav.agents import agent_class
+from marinenav.export import main as export_main
+from marinenav.training.checkpoint import load_agent, load_checkpoint
+from marinenav.training.config import register_configs
+from marinenav.training.trainer import Trainer
+from tests.test_training import ROOT, tiny_config
+
+
+def compose_config(*overrides: str):
+    """The run config ``python train.py OVERRIDES`` composes."""
+    from hydra import compose, initialize_config_dir
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+PAPER_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow")
+REPLAY_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow", "td3")
+
+
+@pytest.mark.parametrize("agent", PAPER_AGENTS)
+def test_paper_recipe_is_the_originals_settings(agent: str) -> None:
+    """Spec A9 (curriculum), B9 (hyperparameters), C2 (trainer): written out from the spec."""
+    cfg = compose_config(f"agent={agent}", "recipe=paper")
+    assert cfg.recipe == "paper"
+    t = cfg.training
+    assert t.total_timesteps == 6_000_000
+    assert (t.batch_size, t.updates_per_timestep, t.learning_starts) == (64, 0.25, 2000)
+    assert (t.target_update_interval, t.target_tau, t.final_lr_fraction) == (10_000, None, 1.0)
+    assert (t.initial_epsilon, t.final_epsilon, t.exploration_fraction) == (0.6, 0.05, 0.25)
+    assert t.replay_capacity == 1_000_000
+    c = cfg.curriculum
+    assert list(c.timesteps) == [0, 1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000]
+    assert list(c.num_robots) == [3, 4, 5, 5, 5, 5]
+    assert list(c.num_obstacles) == [0, 0, 0, 2, 3, 4]
+    assert list(c.min_start_goal_dis) == [30, 35, 40, 40, 40, 40]
+    assert (cfg.evaluation.interval, cfg.evaluation.first) == (60_000, 2000)
+    a = cfg.agent
+    assert (a.lr, a.gamma, a.grad_clip_norm, a.normalize_observations) == (1e-4, 0.99, 0.5, False)
+    assert a.get("n_step", 1) == 1 or agent == "rainbow"  # Rainbow's n-step is its own (3)
+    assert not cfg.checkpoint.keep_evaluated
+
+
+def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
+    default, fast = compose_config(), compose_config("recipe=fast")
+    stage0 = compose_config("curriculum=stage0", "agent.n_step=1")
+    dqn = compose_config("agent=dqn")
+    assert default == fast and default.recipe == "fast"
+    assert default.training.target_tau is not None and default.training.final_lr_fraction < 1
+    assert default.agent.n_step == 3  # conf/recipe_agent/fast_ac_iqn.yaml
+    # the recipe picks its curriculum and the agent's part; the command line overrides both
+    assert list(default.curriculum.timesteps) != list(stage0.curriculum.timesteps) == [0]
+    assert stage0.agent.n_step == 1
+    # an agent without a part of its own gets the recipe's shared settings only
+    assert dqn.agent.n_step == 1 and dqn.training.target_tau == default.training.target_tau
+
+
+@pytest.mark.parametrize("agent", REPLAY_AGENTS)
+def test_polyak_step_matches_the_hand_computed_average(agent: str) -> None:
+    """One ``update_targets()`` after ``use_soft_targets(tau)``: every target parameter becomes
+    ``(1 - tau) target + tau online``, for each loss module's own target layout."""
+    cls = agent_class(agent)
+    model = cls(cls.config_class())
+    tau = 0.25
+    model.use_soft_targets(tau)
+    online, target = {}, {}
+    with torch.no_grad():
+        for value in model.loss_module.parameters():
+            value.add_(0.1)  # online parameters differ from their targets now
+        for key, value in model.loss_module.state_dict(keep_vars=True).items():
+            head = key.split(".", 1)[0]  # target_<name>_params: TorchRL's target copies
+            if head.startswith("target_") and head.endswith("_params"):
+                target[key] = value.detach().clone()
+        for key in target:
+            source = key.replace("target_", "", 1)
+            online[key] = model.loss_module.state_dict(keep_vars=True)[source].detach().clone()
+    assert target, f"{agent} has no target parameters"
+    moved = 0
+    model.update_targets()
+    after = model.loss_module.state_dict()
+    for key in target:
+        expected = (1 - tau) * target[key] + tau * online[key]
+        torch.testing.assert_close(after[key], expected, rtol=0, atol=1e-6)
+        moved += int(not torch.equal(target[key], online[key]))
+    assert moved > 0
+
+
+def test_use_soft_targets_refuses_a_rate_outside_0_1() -> None:
+    cls = agent_class("ac_iqn")
+    for tau in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match=r"tau must be in \(0, 1\]"):
+            cls(cls.config_class()).use_soft_targets(tau)
+
+
+def test_learning_rates_decay_linearly_over_the_budget(tmp_path: Path) -> None:
+    cfg = tiny_config("agent=sac", "training.final_lr_fraction=0.1")
+    trainer = Trainer(cfg, tmp_path)
+    initial = {
+        name: [g["lr"] for g in opt.param_groups] for name, opt in trainer.agent.optimizers.items()
+    }
+    for timesteps, fraction in ((0, 1.0), (40, 1 - 0.9 * 0.25), (80, 0.55), (160, 0.1)):
+        trainer.timesteps = timesteps
+        trainer.decay_learning_rate()
+        for name, opt in trainer.agent.optimizers.items():
+            for group, lr0 in zip(opt.param_groups, initial[name], strict=True):
+                assert group["lr"] == pytest.approx(lr0 * fraction), (name, timesteps)
+
+
+def test_soft_targets_step_once_per_update_and_hard_copies_stop(tmp_path, monkeypatch) -> None:
+    cfg = tiny_config("agent=dqn", "training.target_tau=0.01")
+    trainer = Trainer(cfg, tmp_path)
+    calls = []
+    monkeypatch.setattr(trainer.agent, "update_targets", lambda: calls.append(trainer.updates))
+    trainer.train()
+    assert trainer.updates > 0 and len(calls) == trainer.updates
+
+
+def test_default_recipe_trains_a_tiny_budget_and_keeps_best_and_evaluated(tmp_path: Path) -> None:
+    cfg = tiny_config("recipe=fast", "checkpoint.keep_evaluated=true")
+    assert cfg.recipe == "fast" and cfg.agent.n_step == 3
+    run = tmp_path / "run"
+    trainer = Trainer(cfg, run)
+    trainer.train()
+    rates = [e["eval/success_rate"] for e in trainer.evaluations]
+    timesteps = [e["timestep"] for e in trainer.evaluations]
+    assert timesteps == [80, 160]
+    for t in timesteps:
+        snapshot = load_checkpoint(run / "evaluated" / str(t))
+        assert snapshot["snapshot"] and snapshot["counters"]["timesteps"] == t
+    best = load_checkpoint(run / "best")
+    chosen = max(range(len(rates)), key=lambda k: (rates[k], k))  # ties: the later
+    assert best["counters"]["timesteps"] == timesteps[chosen]
+    agent, config = load_agent(run / "best")
+    assert config["recipe"] == "fast" and agent.name == "ac_iqn"
+    # the learning rates reached the recipe's final fraction at the end of the budget
+    for opt in trainer.agent.optimizers.values():
+        for group in opt.param_groups:
+            assert group["lr"] == pytest.approx(cfg.agent.lr * cfg.training.final_lr_fraction)
+    # export writes the last checkpoint's planner and the best one's under best/
+    out = tmp_path / "planners"
+    assert export_main([str(run), "--out", str(out)]) == 0
+    assert (out / "traced_AC_IQN_model.pt").is_file()
+    assert (out / "best" / "traced_AC_IQN_model.pt").is_file()
+    # a snapshot is not a checkpoint to resume from
+    with open_dict(cfg):
+        cfg.resume = str(run / "best")
+    with pytest.raises(ValueError, match="is a policy snapshot"):
+        Trainer(cfg, tmp_path / "resumed")
