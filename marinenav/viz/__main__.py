@@ -10,6 +10,11 @@
     plots the learning curves of the runs, seeds of one label averaged (mean +- standard
     error), and prints each run's last success rate.
 
+``python -m marinenav.viz time-to-quality RUN_DIR [RUN_DIR ...] --level 0.8 --out quality.png``
+    prints, per run, the wall-clock minutes until the validation success reached the level and
+    until it stayed there, the last and best validation success and the last checkpoint's
+    large-set success (``marinenav.viz.quality``), and plots success against wall clock.
+
 Exit status 0 on success, 2 on a usage error or a missing or incomplete run directory.
 """
 
@@ -72,6 +77,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one panel per curriculum stage: the success rate on that stage's episodes",
     )
+    quality = commands.add_parser(
+        "time-to-quality",
+        help="minutes until the validation success reaches a level and stays; success vs clock",
+    )
+    quality.add_argument("run_dirs", type=Path, nargs="+", help="run directories")
+    quality.add_argument("--level", type=float, default=0.8, help="success level (default 0.8)")
+    quality.add_argument(
+        "--out", type=Path, default=Path("time_to_quality.png"), help="image file"
+    )
     return parser  # fmt: skip
 
 
@@ -128,6 +142,19 @@ def _curves(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     print(args.out)
 
 
+def _time_to_quality(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    from marinenav.viz.quality import plot_quality, quality_table, read_run
+
+    if not 0.0 <= args.level <= 1.0:
+        parser.error(f"--level must be in [0, 1], got {args.level}")
+    try:
+        runs = [read_run(run_dir) for run_dir in args.run_dirs]
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(str(error))
+    print(quality_table(runs, args.level))
+    print(plot_quality(runs, args.level, args.out))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (argparse exits with 2 on errors)."""
     parser = _parser()
@@ -138,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"run directory {run_dir} does not exist")
     if args.command == "episode":
         _episode(args, parser)
+    elif args.command == "time-to-quality":
+        _time_to_quality(args, parser)
     else:
         _curves(args, parser)
     return 0

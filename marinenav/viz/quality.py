@@ -1,0 +1,161 @@
+"""Time to quality: how many minutes of a run's wall clock until its validation success reaches
+a level and stays there, and how good its last checkpoint is on the large set.
+
+For each run directory (its ``evaluations.jsonl``: the trainer's evaluations on the validation
+set, the paper set by default, each with ``wall_clock_s``, the run's own seconds of training,
+evaluations included):
+
+* **reached**: minutes of wall clock at the first evaluation whose success is at least the
+  level;
+* **held**: minutes at the first evaluation from which every later one, the last included, is
+  at least the level (reached and stayed there); none if the last is below it;
+* **last** and **best** validation success, with episode counts and Wilson 95% intervals;
+* **last, large set**: the last checkpoint's success on the large set (600 episodes), read from
+  ``RUN/evaluation_large.json`` when present (written by ``python -m marinenav.evaluate RUN
+  --set large --out RUN/evaluation_large.json``; :data:`LARGE_NAME`).
+
+``python -m marinenav.viz time-to-quality RUN [RUN ...] --level 0.8 --out quality.png`` prints
+the table (Markdown) and draws validation success against wall-clock minutes, one line per run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from marinenav.stats import wilson_interval
+from marinenav.viz.curves import EVALUATIONS_NAME
+
+LARGE_NAME = "evaluation_large.json"  # the last checkpoint's large-set metrics, when present
+
+
+@dataclass
+class RunQuality:
+    """One run's evaluations on its validation set and what they say.
+
+    Attributes:
+        run_dir: the run directory.
+        timesteps: training timesteps of the evaluations, increasing ``[K]``.
+        minutes: wall-clock minutes of the run at each evaluation ``[K]``.
+        successes: successful episodes of each evaluation ``[K]``.
+        episodes: episodes of each evaluation ``[K]``.
+        large: ``(successes, episodes)`` of the last checkpoint on the large set, or None.
+    """
+
+    run_dir: Path
+    timesteps: list[int]
+    minutes: list[float]
+    successes: list[int]
+    episodes: list[int]
+    large: tuple[int, int] | None
+
+    @property
+    def rates(self) -> list[float]:
+        return [s / n for s, n in zip(self.successes, self.episodes, strict=True)]
+
+    def reached(self, level: float) -> float | None:
+        """Minutes at the first evaluation with success at least ``level`` (None: never)."""
+        return next((m for m, r in zip(self.minutes, self.rates, strict=True) if r >= level), None)
+
+    def held(self, level: float) -> float | None:
+        """Minutes at the first evaluation from which all later ones are at least ``level``
+        (None: the last one is below it)."""
+        held = None
+        for minutes, rate in zip(reversed(self.minutes), reversed(self.rates), strict=True):
+            if rate < level:
+                break
+            held = minutes
+        return held
+
+
+def _episode_count(record: dict[str, Any]) -> tuple[int, int]:
+    """``(successes, episodes)`` of one evaluation record (its per-episode outcomes)."""
+    outcomes = record["episodes"]["success"]
+    return int(sum(bool(s) for s in outcomes)), len(outcomes)
+
+
+def read_run(run_dir: str | Path) -> RunQuality:
+    """The validation evaluations of a run (a timestep evaluated twice keeps its last line) and
+    its large-set evaluation file when present. Raises ``ValueError`` for evaluations without
+    ``wall_clock_s`` (written before 2026-11-23)."""
+    run_dir = Path(run_dir)
+    path = run_dir / EVALUATIONS_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"no {EVALUATIONS_NAME} in {run_dir}")
+    records: dict[int, dict[str, Any]] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            records[int(record["timestep"])] = record
+    if not records:
+        raise ValueError(f"{path} holds no evaluation")
+    ordered = [records[t] for t in sorted(records)]
+    if any(r.get("wall_clock_s") is None for r in ordered):
+        raise ValueError(f"{path}: evaluations without wall_clock_s cannot be timed")
+    counts = [_episode_count(r) for r in ordered]
+    large = None
+    if (run_dir / LARGE_NAME).is_file():
+        large = _episode_count(json.loads((run_dir / LARGE_NAME).read_text()))
+    return RunQuality(
+        run_dir=run_dir,
+        timesteps=sorted(records),
+        minutes=[r["wall_clock_s"] / 60 for r in ordered],
+        successes=[s for s, _ in counts],
+        episodes=[n for _, n in counts],
+        large=large,
+    )
+
+
+def _rate(successes: int, n: int) -> str:
+    low, high = wilson_interval(successes, n)
+    return f"{successes / n:.3f} [{low:.3f}, {high:.3f}] (n={n})"
+
+
+def _minutes(value: float | None) -> str:
+    return "never" if value is None else f"{value:.1f}"
+
+
+def quality_table(runs: Sequence[RunQuality], level: float) -> str:
+    """The Markdown table of the module docstring, one row per run."""
+    rows = [
+        f"| run | timesteps | minutes | reached {level:g} (min) | held {level:g} (min) "
+        "| last, validation | best, validation | last, large set |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for run in runs:
+        best = max(range(len(run.rates)), key=lambda k: (run.rates[k], k))
+        large = _rate(*run.large) if run.large is not None else "not evaluated"
+        rows.append(
+            f"| {run.run_dir} | {run.timesteps[-1]:,} | {run.minutes[-1]:.1f} "
+            f"| {_minutes(run.reached(level))} | {_minutes(run.held(level))} "
+            f"| {_rate(run.successes[-1], run.episodes[-1])} "
+            f"| {_rate(run.successes[best], run.episodes[best])} at {run.timesteps[best]:,} "
+            f"| {large} |"
+        )
+    return "\n".join(rows)
+
+
+def plot_quality(runs: Sequence[RunQuality], level: float, out: str | Path) -> Path:
+    """Validation success against wall-clock minutes, one line per run, the level dashed."""
+    fig = Figure(figsize=(7, 4.5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for run in runs:
+        ax.plot(run.minutes, run.rates, marker="o", markersize=3, label=run.run_dir.name)
+    ax.axhline(level, color="black", linestyle="--", linewidth=1, label=f"level {level:g}")
+    ax.set_xlabel("wall clock of the run (minutes)")
+    ax.set_ylabel("validation success rate")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out
