@@ -158,3 +158,27 @@ def test_default_recipe_trains_a_tiny_budget_and_keeps_best_and_evaluated(tmp_pa
         cfg.resume = str(run / "best")
     with pytest.raises(ValueError, match="is a policy snapshot"):
         Trainer(cfg, tmp_path / "resumed")
+
+
+def test_optuna_proxy_sweep_runs_its_trials_and_reports_the_best(tmp_path: Path) -> None:
+    """``python train.py -m +tune=proxy`` (Hydra's Optuna sweeper) with two tiny trials: each
+    trial is a run of its own, and the study's best parameters lie in the search space."""
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    import yaml
+
+    from tests.test_training import TINY, _train_py
+
+    sweep = tmp_path / "sweep"
+    result = _train_py(
+        "-m", "+tune=proxy", "hydra.sweeper.n_trials=2", *TINY, f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(list(sweep.glob("*/evaluations.jsonl"))) == 2
+    best = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
+    params = best["best_params"]
+    assert 0.001 <= params["training.target_tau"] <= 0.1
+    assert 0.05 <= params["training.final_lr_fraction"] <= 1.0
+    assert 3e-5 <= params["agent.lr"] <= 1e-3
+    assert params["agent.normalize_observations"] in (True, False)
+    assert 0.0 <= best["best_value"] <= 1.0
