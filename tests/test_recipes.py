@@ -182,3 +182,27 @@ def test_optuna_proxy_sweep_runs_its_trials_and_reports_the_best(tmp_path: Path)
     assert 3e-5 <= params["agent.lr"] <= 1e-3
     assert params["agent.normalize_observations"] in (True, False)
     assert 0.0 <= best["best_value"] <= 1.0
+
+
+def test_a_tensor_learning_rate_is_decayed_in_place() -> None:
+    """Under CUDA graphs (``compile_update(cudagraphs=True)``) the rates are device tensors that
+    a captured step reads: the decay must fill them in place, and fused Adam must step with
+    them. Here on the CPU, with the rates made tensors as ``compile_update`` makes them."""
+    cls = agent_class("ac_iqn")
+    agent = cls(cls.config_class())
+    tensors = []
+    for optimizer in agent.optimizers.values():
+        for group in optimizer.param_groups:
+            group["initial_lr"] = group["lr"]
+            group["lr"] = torch.as_tensor(group["lr"], dtype=torch.float32)
+            tensors.append(group["lr"])
+    agent.set_lr_fraction(0.25)
+    for optimizer in agent.optimizers.values():
+        for group in optimizer.param_groups:
+            assert any(group["lr"] is t for t in tensors)  # the same tensor, filled
+            assert group["lr"].item() == pytest.approx(0.25e-4)
+    from tests.agent_utils import training_batch
+
+    before = [p.detach().clone() for p in agent.actor.parameters()]
+    agent.update(training_batch(8, "continuous"))
+    assert any(not torch.equal(a, p) for a, p in zip(before, agent.actor.parameters(), strict=True))

@@ -216,12 +216,18 @@ class Agent(nn.Module):
     def set_lr_fraction(self, fraction: float) -> None:
         """Set every optimiser's learning rate to ``fraction`` times the rate it was built with
         (kept in each parameter group's ``initial_lr``, torch's scheduler convention). Host
-        arithmetic on Python floats: no device read. The trainer's linear decay
-        (``training.final_lr_fraction``) calls it once per batched step."""
+        arithmetic on Python floats, no device read; a learning rate held as a tensor (CUDA
+        graphs: :meth:`compile_update`) is filled in place, so a captured optimiser step reads
+        the new rate. The trainer's linear decay (``training.final_lr_fraction``) calls it
+        once per batched step."""
         for optimizer in self.optimizers.values():
             for group in optimizer.param_groups:
                 group.setdefault("initial_lr", group["lr"])
-                group["lr"] = group["initial_lr"] * fraction
+                value = group["initial_lr"] * fraction
+                if isinstance(group["lr"], torch.Tensor):
+                    group["lr"].fill_(value)
+                else:
+                    group["lr"] = value
 
     def step_optimizer(
         self, name: str, loss: torch.Tensor, parameters, stacked: bool = False
@@ -270,10 +276,13 @@ class Agent(nn.Module):
                     "compile=true alone"
                 )
             # Adam refuses a capture unless capturable; fused Adam keeps its step counts on the
-            # device anyway, so the flag changes no arithmetic
+            # device anyway, so the flag changes no arithmetic. The learning rate becomes a
+            # device tensor, so that a decay (set_lr_fraction) reaches the captured step.
             for optimizer in self.optimizers.values():
                 for group in optimizer.param_groups:
                     group["capturable"] = True
+                    group.setdefault("initial_lr", float(group["lr"]))
+                    group["lr"] = torch.as_tensor(group["lr"], dtype=torch.float32, device=device)
         update = self.update
         if compile:
             update = compile_with_warmup(update, warmup=1)

@@ -318,11 +318,6 @@ def _validate(cfg) -> None:
     fraction = cfg.training.final_lr_fraction
     if not 0.0 <= fraction <= 1.0:
         raise ConfigError(f"training.final_lr_fraction must be in [0, 1], got {fraction}")
-    if cfg.cudagraphs and fraction != 1.0:
-        raise ConfigError(
-            "training.final_lr_fraction must be 1 with cudagraphs=true (a captured optimiser "
-            f"step keeps the learning rate it was captured with), got {fraction}"
-        )
     epsilon_keys = ("initial_epsilon", "final_epsilon", "exploration_fraction")
     for key in epsilon_keys if cls.epsilon_greedy else ():
         value = getattr(cfg.training, key)
