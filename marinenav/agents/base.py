@@ -93,6 +93,44 @@ class AgentConfig:
     seed: int = 100  # network initialisation seed (the original: run seed + 100)
     normalize_observations: bool = False  # scale positions / 10 m, thrusts / 1000 N (not original)
 
+    def __post_init__(self) -> None:
+        check_options(self, unit_interval=("gamma",), positive=("lr", "grad_clip_norm"))
+
+
+def check_options(
+    config: Any,
+    *,
+    unit_interval: tuple[str, ...] = (),
+    positive: tuple[str, ...] = (),
+    non_negative: tuple[str, ...] = (),
+    finite: tuple[str, ...] = (),
+    counts: tuple[str, ...] = (),
+) -> None:
+    """Range checks of an agent config's fields, run when the config is built (start-up, never
+    in the hot path): ``unit_interval`` in [0, 1]; ``positive`` (> 0), ``non_negative`` (>= 0)
+    and ``finite`` numbers finite; ``counts`` integers >= 1. NaN fails every check. Raises
+    ``ValueError("agent.<key> must be ..., got <value>")``, the key as the run config spells
+    it."""
+
+    def refuse(key: str, rule: str) -> None:
+        raise ValueError(f"agent.{key} {rule}, got {getattr(config, key)}")
+
+    for key in unit_interval:
+        if not 0.0 <= getattr(config, key) <= 1.0:
+            refuse(key, "must be in [0, 1]")
+    for key in (*positive, *non_negative, *finite):
+        if not math.isfinite(getattr(config, key)):
+            refuse(key, "must be finite")
+    for key in positive:
+        if getattr(config, key) <= 0:
+            refuse(key, "must be positive")
+    for key in non_negative:
+        if getattr(config, key) < 0:
+            refuse(key, "must not be negative")
+    for key in counts:
+        if not getattr(config, key) >= 1:
+            refuse(key, "must be at least 1")
+
 
 def check_n_step(n_step: int) -> None:
     """An n-step return needs at least one step."""
@@ -108,7 +146,8 @@ class NStepConfig(AgentConfig):
     n_step: int = 1  # per-robot n-step returns (the original: 1)
 
     def __post_init__(self) -> None:
-        check_n_step(self.n_step)
+        super().__post_init__()
+        check_options(self, counts=("n_step",))
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,14 @@ from tensordict import TensorDict, TensorDictBase, TensorDictParams
 from torch import nn
 from torchrl.objectives import HardUpdate, LossModule
 
-from marinenav.agents.base import Agent, NStepConfig, check_batch, make_adam, planner_output
+from marinenav.agents.base import (
+    Agent,
+    NStepConfig,
+    check_batch,
+    check_options,
+    make_adam,
+    planner_output,
+)
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.policy.networks import ImplicitQuantileNetwork
 from marinenav.policy.selectors import QuantileSelector
@@ -46,6 +53,12 @@ class IQNConfig(NStepConfig):
     num_tau_target: int = 8  # quantile fractions of the target Z_target(s', a*; tau'_j)
     num_tau_act: int = 32  # quantile fractions averaged for action selection
     kappa: float = 1.0  # Huber threshold of the quantile-Huber loss
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_options(
+            self, counts=("num_tau_train", "num_tau_target", "num_tau_act"), positive=("kappa",)
+        )
 
 
 def iqn_target(

@@ -262,6 +262,18 @@ def check_cudagraphs(cfg) -> None:
         )
 
 
+def check_agent_options(cfg) -> None:
+    """The agent's hyperparameters pass its config class's range checks (built here, as the
+    trainer will build it, so that ``agent.gamma=1.5`` fails before the run starts); raises
+    :class:`ConfigError` naming ``agent.<key>``."""
+    values = dict(OmegaConf.to_container(cfg.agent, resolve=True))
+    values.pop("name")
+    try:
+        agent_class(cfg.agent.name).config_class(**values)
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
+
+
 def validate(cfg) -> None:
     """Checks Hydra cannot make; raises :class:`ConfigError` naming the key, before any
     training."""
@@ -281,6 +293,7 @@ def _validate(cfg) -> None:
     # the replay keys (epsilon keys) are checked only for agents that learn from the replay
     # (explore epsilon-greedily): the others never read them (docs/training.md)
     cls = agent_class(cfg.agent.name)
+    check_agent_options(cfg)
     replay = cls.learning == "replay"
     positive = {
         "env.num_envs": cfg.env.num_envs,
