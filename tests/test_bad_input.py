@@ -96,6 +96,31 @@ def test_agent_options_out_of_range_are_refused_at_start_up(
     assert str(direct.value) == message
 
 
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (("env.num_envs=100000", "training.total_timesteps=2000"),
+         "training.total_timesteps=2000 is less than one batched step of env.num_envs=100000 "
+         "timesteps; raise training.total_timesteps or lower env.num_envs"),
+        (("env.num_envs=256", "training.total_timesteps=1000000"),
+         "training.total_timesteps=1000000 is not a whole number of batched steps of "
+         "env.num_envs=256 timesteps; use 999936 or 1000192"),
+        (("env.num_envs=2", "training.total_timesteps=161"),
+         "training.total_timesteps=161 is not a whole number of batched steps of "
+         "env.num_envs=2 timesteps; use 160 or 162"),
+    ],
+)  # fmt: skip
+def test_a_budget_of_part_of_a_batched_step_is_refused(
+    overrides: tuple[str, ...], message: str, tmp_path: Path
+) -> None:
+    cfg = tiny_config("agent=dqn", *overrides)
+    with pytest.raises(ConfigError) as error:
+        Trainer(cfg, tmp_path / "run")
+    assert str(error.value) == message
+    assert not (tmp_path / "run").exists()
+    validate(tiny_config("agent=dqn", "env.num_envs=2", "training.total_timesteps=162"))
+
+
 def test_schemas_are_not_choices(tmp_path: Path) -> None:
     result = _train_py("agent=foo", cwd=tmp_path)
     assert result.returncode == 2
