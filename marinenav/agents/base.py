@@ -21,6 +21,7 @@ attribute / method        what it tells
 ``rng_state()``           the acting policy's random streams (checkpoints), ``load_rng_state``
 ``model_type``            the original's file-name spelling (``traced_<model_type>_model.pt``)
 ``export_outputs``        names of the exported module's outputs
+``export_output_shapes``  their shapes after the batch dimension (the planner loader checks them)
 ``export_extra_inputs``   exported inputs after the state tuple (IQN: ``("taus",)``)
 ``export_network()``      the acting network in the C++ planner's calling convention (spec C7)
 ``planner_action()``      the C++ planner's action rule on the exported outputs (a classmethod)
@@ -77,8 +78,9 @@ from torchrl._utils import compile_with_warmup
 from torchrl.objectives import SoftUpdate
 from torchrl.objectives.utils import TargetNetUpdater
 
-from marinenav.policy.networks import QCritic
+from marinenav.policy.networks import ACTION_DIM, QCritic
 from marinenav.policy.wrapper import PolicyWrapper
+from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
 OBSERVATION_KEYS = ("self_state", "objects", "objects_mask")
 
@@ -364,6 +366,14 @@ class Agent(nn.Module):
         first output)."""
         values = planner_output(outputs)
         return values.clone() if cls.action_kind == "continuous" else values.argmax(dim=-1)
+
+    @classmethod
+    def export_output_shapes(cls) -> tuple[tuple[int | None, ...], ...]:
+        """The shape of each exported output (``export_outputs``, in order) after the batch
+        dimension, ``None`` for a size the file decides: here ``(2,)`` (actions or Gaussian
+        parameters) for continuous agents and ``(25,)`` (action values) for discrete ones."""
+        shape = (ACTION_DIM,) if cls.action_kind == "continuous" else (NUM_DISCRETE_ACTIONS,)
+        return tuple(shape for _ in cls.export_outputs)
 
     def export_metadata(self) -> dict[str, Any]:
         """Extra entries of the exported file's ``marinenav_export.json`` record (JSON values);

@@ -42,6 +42,7 @@ from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_hub
 from marinenav.policy.networks import ImplicitQuantileNetwork
 from marinenav.policy.selectors import QuantileSelector
 from marinenav.policy.wrapper import PolicyWrapper
+from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
 
 @dataclass
@@ -197,6 +198,11 @@ class IQNAgent(Agent):
 
     def export_network(self) -> QuantilePlannerCall:
         return QuantilePlannerCall(self.network)
+
+    @classmethod
+    def export_output_shapes(cls) -> tuple[tuple[int | None, ...], ...]:
+        """Quantiles ``(K, 25)``, ``K`` the quantile fractions the caller feeds."""
+        return ((None, NUM_DISCRETE_ACTIONS),)
 
     @classmethod
     def planner_action(cls, outputs: Any, **options: Any) -> torch.Tensor:

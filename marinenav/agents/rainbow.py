@@ -445,6 +445,11 @@ class RainbowAgent(Agent):
         """Atom probabilities ``(N, 25, atoms)`` with the mean weights (no noise)."""
         return PlannerCall(MeanProbabilities(self.network))
 
+    @classmethod
+    def export_output_shapes(cls) -> tuple[tuple[int | None, ...], ...]:
+        """Atom probabilities ``(25, atoms)`` (``atoms`` in the file's record)."""
+        return ((NUM_DISCRETE_ACTIONS, None),)
+
     def export_metadata(self) -> dict[str, Any]:
         """The support the planner needs: ``atoms``, ``v_min``, ``v_max``."""
         network = self.network
