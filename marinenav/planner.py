@@ -16,7 +16,11 @@ fixed fractions ``(i + 0.5) / 32`` instead of ``taus ~ U(0, 1)`` (the planner's 
 ``(2/pi) atan(mu + exp(log_sigma) n)``, ``n ~ N(0, 1)`` (the planner's rule, ``"sample"``).
 
 The agent type comes from ``agent_type=`` when given, else from the metadata our exports carry,
-else from the original's file name ``traced_<MODEL_TYPE>_model.pt``.
+else from the original's file name ``traced_<MODEL_TYPE>_model.pt``. A given type must agree
+with the file: with its metadata record when it has one (an export renamed for the C++ planner,
+e.g. TD3 as ``traced_DDPG_model.pt``, keeps its own type), else with a file name of that form;
+and the module must take the type's inputs and give its outputs' shapes (one robot is run
+through it), so that no planner is scored by another agent's action rule.
 """
 
 from __future__ import annotations
@@ -37,7 +41,10 @@ from marinenav.export import (
     EXPORT_NUM_TAU,
     METADATA_FILE,
     agent_type_name,
+    example_inputs,
+    input_names,
     model_types,
+    planner_inputs,
     rule_options,
 )
 
@@ -76,7 +83,8 @@ def load_planner(
 
     Raises:
         FileNotFoundError: no such file.
-        PlannerLoadError: not a TorchScript file, or its agent type cannot be told.
+        PlannerLoadError: not a TorchScript file, its agent type cannot be told, or the file
+            does not fit ``agent_type`` (its record, name, inputs or output shapes).
     """
     path = Path(path)
     if not path.is_file():
@@ -90,11 +98,15 @@ def load_planner(
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise PlannerLoadError(f"{path} is not a TorchScript planner ({reason})") from None
     metadata: dict[str, Any] = json.loads(extra[METADATA_FILE]) if extra[METADATA_FILE] else {}
+    match = _FILE_NAME.search(path.name)
+    # what the file says of itself: its record, else (the original's files) its name
+    if "agent" in metadata:
+        own_type, own_source = metadata["agent"], f"its {METADATA_FILE} record"
+    else:
+        own_type, own_source = (match.group("type") if match else None), "its file name"
+    told_by = "agent_type / --agent-type" if agent_type is not None else own_source
     if agent_type is None:
-        agent_type = metadata.get("agent")
-    if agent_type is None:
-        match = _FILE_NAME.search(path.name)
-        agent_type = match.group("type") if match else None
+        agent_type = own_type
     if agent_type is None:
         raise PlannerLoadError(
             f"cannot tell the agent type of {path}: name it traced_<TYPE>_model.pt "
@@ -104,12 +116,55 @@ def load_planner(
         name = agent_type_name(agent_type)
     except ValueError as error:
         raise PlannerLoadError(f"{path}: {error}") from None
+    misfit = f"{path} does not fit agent type {name} ({told_by}):"
+    if own_type is not None:
+        try:
+            own_name = agent_type_name(own_type)
+        except ValueError:  # a name like traced_mine_model.pt says nothing
+            own_name = None
+        if own_name is not None and own_name != name:
+            raise PlannerLoadError(f"{misfit} {own_source} says {own_name}")
+    check_planner_io(module, name, misfit)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         # Constants folded, linear + ReLU fused: about 1.4x faster per row on the CPU, the same
         # outputs to round-off (3e-13 on the IQN planner).
         module = torch.jit.optimize_for_inference(torch.jit.freeze(module.eval()))
     return module, name, metadata
+
+
+def _shapes_text(shapes: list[tuple[int | None, ...]]) -> str:
+    """``(1, 2) and (1, 2)``; ``*`` for a size left to the file."""
+    return " and ".join(f"({', '.join('*' if x is None else str(x) for x in s)})" for s in shapes)
+
+
+def _fits(shape: tuple[int, ...], expected: tuple[int | None, ...]) -> bool:
+    return len(shape) == len(expected) and all(
+        e is None or e == x for x, e in zip(shape, expected, strict=True)
+    )
+
+
+def check_planner_io(module: torch.jit.ScriptModule, agent_type: str, misfit: str) -> None:
+    """Run one robot (:func:`marinenav.export.example_inputs`) through ``module`` with the
+    inputs of ``agent_type`` and compare its outputs' shapes with the agent class's
+    ``export_output_shapes`` (``[1, ...]``); raises :class:`PlannerLoadError` starting with
+    ``misfit`` when the module does not take those inputs or gives other shapes. Load time only
+    (a TorchScript call on the CPU)."""
+    try:
+        with torch.no_grad():
+            outputs = module(*planner_inputs(example_inputs(agent_type)))
+    except RuntimeError:
+        names = ", ".join(input_names(agent_type))
+        message = f"{misfit} it does not take {agent_type}'s inputs ({names})"
+        raise PlannerLoadError(message) from None
+    outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+    got = [tuple(output.shape) for output in outputs]
+    expected = [(1, *shape) for shape in agent_class(agent_type).export_output_shapes()]
+    if len(got) != len(expected) or not all(map(_fits, got, expected)):
+        raise PlannerLoadError(
+            f"{misfit} its outputs for one robot are {_shapes_text(got)}, {agent_type}'s are "
+            f"{_shapes_text(expected)}"
+        )
 
 
 class PlannerPolicy(TensorDictModuleBase):

@@ -424,7 +424,7 @@ def test_yaml_defaults_are_the_config_defaults(name: str) -> None:
 
 
 def test_bad_input_gets_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="rollout_steps must be a positive int"):
+    with pytest.raises(ValueError, match="agent.rollout_steps must be at least 1, got 0"):
         PPOConfig(rollout_steps=0)
     with pytest.raises(ValueError, match="loss_critic_type"):
         PPOConfig(loss_critic_type="huber")

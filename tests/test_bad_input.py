@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from marinenav.agents import agent_class
 from marinenav.training import config as config_module
 from marinenav.training.config import ConfigError, memory_estimate, validate
 from marinenav.training.trainer import Trainer, TrainingDiverged
@@ -28,6 +29,7 @@ AGENT_CHOICES = ", ".join(sorted(path.stem for path in (ROOT / "conf" / "agent")
         ("training.batchsize=3",
          "error: Could not override 'training.batchsize': Key 'batchsize' not in 'TrainingConf'"),
         ("training.batch_size=0", "error: training.batch_size must be positive, got 0"),
+        ("agent.gamma=1.5", "error: agent.gamma must be in [0, 1], got 1.5"),
         ("curriculum.num_robots=[0]",
          "error: curriculum.num_robots[0] must be at least 1 (every episode needs a robot), got 0"),
     ],
@@ -43,6 +45,80 @@ def test_a_bad_command_line_is_one_line_and_leaves_no_run_directory(
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(line), result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "outputs" / "day").exists()
+
+
+@pytest.mark.parametrize(
+    ("agent", "override", "message"),
+    [
+        ("dqn", "agent.gamma=-0.1", "agent.gamma must be in [0, 1], got -0.1"),
+        ("dqn", "agent.lr=0", "agent.lr must be positive, got 0.0"),
+        ("dqn", "agent.lr=inf", "agent.lr must be finite, got inf"),
+        ("dqn", "agent.grad_clip_norm=-1", "agent.grad_clip_norm must be positive, got -1.0"),
+        ("dqn", "agent.n_step=0", "agent.n_step must be at least 1, got 0"),
+        ("iqn", "agent.num_tau_act=0", "agent.num_tau_act must be at least 1, got 0"),
+        ("iqn", "agent.kappa=0", "agent.kappa must be positive, got 0.0"),
+        ("ac_iqn", "agent.num_tau_actor=0", "agent.num_tau_actor must be at least 1, got 0"),
+        ("ac_iqn", "agent.kappa=nan", "agent.kappa must be finite, got nan"),
+        ("ddpg", "agent.gamma=1.01", "agent.gamma must be in [0, 1], got 1.01"),
+        ("sac", "agent.alpha=0", "agent.alpha must be positive, got 0.0"),
+        ("sac", "agent.target_entropy=-inf", "agent.target_entropy must be finite, got -inf"),
+        ("td3", "agent.policy_noise=-0.1", "agent.policy_noise must not be negative, got -0.1"),
+        ("td3", "agent.policy_delay=0", "agent.policy_delay must be at least 1, got 0"),
+        ("rainbow", "agent.atoms=1", "agent.atoms must be at least 2, got 1"),
+        ("rainbow", "agent.v_max=-80",
+         "agent.v_max must be above agent.v_min, got v_min=-75.0, v_max=-80.0"),
+        ("rainbow", "agent.noisy_std=-0.1", "agent.noisy_std must not be negative, got -0.1"),
+        ("rainbow", "agent.priority_exponent=2",
+         "agent.priority_exponent must be in [0, 1], got 2.0"),
+        ("rainbow", "agent.importance_beta=-1",
+         "agent.importance_beta must be in [0, 1], got -1.0"),
+        ("mappo", "agent.clip_epsilon=0", "agent.clip_epsilon must be positive, got 0.0"),
+        ("mappo", "agent.entropy_coeff=-0.01",
+         "agent.entropy_coeff must not be negative, got -0.01"),
+        ("ippo", "agent.gae_lambda=1.5", "agent.gae_lambda must be in [0, 1], got 1.5"),
+        ("ippo", "agent.epochs=0", "agent.epochs must be at least 1, got 0"),
+        ("ippo", "agent.initial_log_std=nan", "agent.initial_log_std must be finite, got nan"),
+    ],
+)  # fmt: skip
+def test_agent_options_out_of_range_are_refused_at_start_up(
+    agent: str, override: str, message: str, tmp_path: Path
+) -> None:
+    cfg = tiny_config(f"agent={agent}", override)
+    with pytest.raises(ConfigError) as error:
+        validate(cfg)
+    assert str(error.value) == message
+    with pytest.raises(ConfigError):
+        Trainer(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # refused before the run directory is made
+    key = override.removeprefix("agent.").split("=")[0]
+    with pytest.raises(ValueError) as direct:  # direct users of the config classes
+        agent_class(agent).config_class(**{key: cfg.agent[key]})
+    assert str(direct.value) == message
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (("env.num_envs=100000", "training.total_timesteps=2000"),
+         "training.total_timesteps=2000 is less than one batched step of env.num_envs=100000 "
+         "timesteps; raise training.total_timesteps or lower env.num_envs"),
+        (("env.num_envs=256", "training.total_timesteps=1000000"),
+         "training.total_timesteps=1000000 is not a whole number of batched steps of "
+         "env.num_envs=256 timesteps; use 999936 or 1000192"),
+        (("env.num_envs=2", "training.total_timesteps=161"),
+         "training.total_timesteps=161 is not a whole number of batched steps of "
+         "env.num_envs=2 timesteps; use 160 or 162"),
+    ],
+)  # fmt: skip
+def test_a_budget_of_part_of_a_batched_step_is_refused(
+    overrides: tuple[str, ...], message: str, tmp_path: Path
+) -> None:
+    cfg = tiny_config("agent=dqn", *overrides)
+    with pytest.raises(ConfigError) as error:
+        Trainer(cfg, tmp_path / "run")
+    assert str(error.value) == message
+    assert not (tmp_path / "run").exists()
+    validate(tiny_config("agent=dqn", "env.num_envs=2", "training.total_timesteps=162"))
 
 
 def test_schemas_are_not_choices(tmp_path: Path) -> None:

@@ -97,8 +97,13 @@ def _with(**changes) -> dict:
         ({"timesteps": [0, 2000000, 1000000, 3000000, 4000000, 5000000]}, "stage 2 starts"),
         ({"num_obstacles": [0, 0, 0, 2, -3, 4]}, "num_obstacles of stage 4 is negative"),
         ({"num_cores": [0, 0, 0, 0, 0, 0.5]}, "num_cores must hold integers"),
-        ({"min_start_goal_dis": [30.0, 0.0, 40.0, 40.0, 40.0, 40.0]}, "stage 1 must be positive"),
-        ({"min_start_goal_dis": [30.0, 35.0, -1.0, 40.0, 40.0, 40.0]}, "stage 2 must be positive"),
+        ({"min_start_goal_dis": [30.0, 0.0, 40.0, 40.0, 40.0, 40.0]},
+         "stage 1 must be finite and above the goal distance 2 m"),
+        ({"min_start_goal_dis": [30.0, 35.0, -1.0, 40.0, 40.0, 40.0]},
+         "stage 2 must be finite and above the goal distance 2 m"),
+        ({"min_start_goal_dis": [30.0, 35.0, 40.0, 2.0, 40.0, 40.0]},
+         r"stage 3 must be finite and above the goal distance 2 m \(a robot within it starts at "
+         r"its goal\), got 2.0"),
         ({"num_robots": "345555"}, "must be a list"),
     ],
 )

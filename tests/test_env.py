@@ -129,7 +129,7 @@ def test_step_and_maybe_reset_resets_only_finished_envs() -> None:
 
 def test_inactive_robot_transitions_are_flagged_and_unrewarded() -> None:
     scenario = json.loads(json.dumps(ONE_ROBOT))
-    scenario["robots"]["goal"] = [[21.0, 20.5]]
+    scenario["robots"]["goal"] = [[22.0, 20.6]]  # 2.09 m away: reached on the first step
     scenario["robots"]["init_velocity_r"] = [[0.5, 0.0, 0.0]]
     env = MarineNavEnv.from_scenarios([scenario], robot_slots=2, dtype=torch.float64)
     td = env.reset()

@@ -11,6 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 import marinenav.envs  # noqa: F401  (registers marinenav/MarineNav-v0)
 from marinenav.envs import MarineNavVectorEnv
+from marinenav.envs.gym_adapter import MarineNavSingleEnv
 
 
 @pytest.mark.parametrize("kind", ["discrete", "continuous"])
@@ -65,3 +66,36 @@ def test_finished_robot_waits_inactive_until_its_environment_restarts() -> None:
     assert info["active"].tolist() == [True, False]
     assert reward[1] == 0.0 and not terminated[1] and not truncated[1]
     assert (obs[1] == 0).all()
+
+
+@pytest.mark.parametrize("ending", ["truncated", "terminated"])
+def test_single_env_refuses_to_step_after_its_episode_until_reset(ending: str) -> None:
+    """As Gymnasium's own wrappers do (``ResetNeeded``): no silent zero observations after the
+    end, and none before the first reset. (The raw env: ``gym.make`` turns
+    ``max_episode_steps`` into its own ``TimeLimit`` wrapper.)"""
+    env = MarineNavSingleEnv(max_episode_steps=3)
+    with pytest.raises(gym.error.ResetNeeded) as error:
+        env.step(0)
+    assert str(error.value) == "step() before the first reset(): call reset() first"
+    env.reset(seed=0)
+    if ending == "terminated":  # the robot at its goal: the next step ends the episode
+        env.sim.state.pos[0, 0] = env.sim.scenario.goal[0, 0]
+    steps = 0
+    while True:
+        _, _, terminated, truncated, _ = env.step(0)
+        steps += 1
+        if terminated or truncated:
+            break
+    # the step limit truncates the step after max_episode_steps (the original's counter)
+    assert (terminated, truncated, steps) == (
+        (False, True, 4) if ending == "truncated" else (True, False, 1)
+    )
+    for _ in range(2):  # and it stays refused
+        with pytest.raises(gym.error.ResetNeeded) as error:
+            env.step(0)
+        assert str(error.value) == (
+            "step() after the episode ended (terminated or truncated): call reset() first"
+        )
+    obs, _ = env.reset(seed=1)
+    assert obs[:7].any()  # a fresh episode steps again
+    assert env.step(0)[0].shape == (37,)

@@ -178,6 +178,68 @@ def test_loader_errors_name_the_file(tmp_path: Path) -> None:
     assert planner_file_name("AC-IQN") == "traced_AC_IQN_model.pt"
 
 
+@pytest.mark.parametrize(
+    ("file", "agent_type", "reason"),
+    [
+        ("traced_AC_IQN_model.pt", "dqn", "its file name says ac_iqn"),
+        ("traced_IQN_model.pt", "DQN", "its file name says iqn"),
+        ("traced_SAC_model.pt", "mappo", "its file name says sac"),
+        ("model.pt:AC_IQN", "dqn", "its outputs for one robot are (1, 2), dqn's are (1, 25)"),
+        ("model.pt:DQN", "rainbow",
+         "its outputs for one robot are (1, 25), rainbow's are (1, 25, *)"),
+        ("model.pt:SAC", "ddpg",
+         "its outputs for one robot are (1, 2) and (1, 2), ddpg's are (1, 2)"),
+        ("model.pt:DQN", "iqn",
+         "it does not take iqn's inputs (self_state, object_states, object_masks, taus)"),
+        ("model.pt:IQN", "ac_iqn",
+         "it does not take ac_iqn's inputs (self_state, object_states, object_masks)"),
+    ],
+)  # fmt: skip
+def test_an_agent_type_that_does_not_fit_the_file_is_refused(
+    file: str, agent_type: str, reason: str, tmp_path: Path, capsys
+) -> None:
+    """The original's planners, by their names or (renamed) by what they compute."""
+    if ":" in file:  # the original's file under a name that tells nothing
+        file, model_type = file.split(":")
+        path = tmp_path / file
+        path.write_bytes((PRETRAINED / f"traced_{model_type}_model.pt").read_bytes())
+    else:
+        path = PRETRAINED / file
+    name = agent_type.lower()
+    message = f"{path} does not fit agent type {name} (agent_type / --agent-type): {reason}"
+    with pytest.raises(PlannerLoadError) as error:
+        load_planner(path, agent_type)
+    assert str(error.value) == message
+    out = tmp_path / "metrics.json"
+    args = ["--planner", str(path), "--agent-type", agent_type, "--set", "paper", "--out", str(out)]
+    assert main(args) == 2
+    assert capsys.readouterr().err == f"error: {message}\n"
+    assert not out.exists()
+
+
+def test_an_export_is_told_by_its_record_not_its_name(tmp_path: Path) -> None:
+    """An export keeps its recorded type under another agent's file name (TD3 saved as the
+    C++ planner's DDPG file); a type the record contradicts is refused, as is a file whose name
+    and outputs both say another agent when nothing else is given."""
+    td3 = export_torchscript(make_agent("td3", seed=3), tmp_path / "traced_DDPG_model.pt")
+    assert load_planner(td3)[1] == "td3"
+    assert load_planner(td3, "td3")[1] == "td3"
+    with pytest.raises(PlannerLoadError) as error:
+        load_planner(td3, "ddpg")
+    assert str(error.value) == (
+        f"{td3} does not fit agent type ddpg (agent_type / --agent-type): its "
+        "marinenav_export.json record says td3"
+    )
+    disguised = tmp_path / "traced_DQN_model.pt"  # no record: the name is all it says
+    disguised.write_bytes((PRETRAINED / "traced_AC_IQN_model.pt").read_bytes())
+    with pytest.raises(PlannerLoadError) as error:
+        load_planner(disguised)
+    assert str(error.value) == (
+        f"{disguised} does not fit agent type dqn (its file name): its outputs for one robot "
+        "are (1, 2), dqn's are (1, 25)"
+    )
+
+
 def test_command_line_evaluates_a_planner(tmp_path: Path, capsys) -> None:
     scenario_file = tmp_path / "one.json"
     scenario_file.write_text(json.dumps(named_scenarios("paper")[:2]))

@@ -74,6 +74,21 @@ def test_epsilon_is_a_buffer_that_switches_to_random_actions(name: str) -> None:
     assert not torch.equal(greedy, random)
 
 
+@pytest.mark.parametrize("bad", [1.5, -0.1, float("nan")])
+def test_an_exploration_rate_outside_0_1_is_refused(bad: float) -> None:
+    policy = PolicyWrapper(SELECTORS["dqn"](), epsilon=0.25, seed=0)
+    with pytest.raises(ValueError) as error:
+        policy.set_epsilon(bad)
+    assert str(error.value) == f"epsilon must be in [0, 1], got {bad}"
+    assert policy.epsilon.item() == 0.25  # the rate in use is kept
+    with pytest.raises(ValueError) as error:
+        PolicyWrapper(SELECTORS["dqn"](), epsilon=bad)
+    assert str(error.value) == f"epsilon must be in [0, 1], got {bad}"
+    policy.set_epsilon(1)  # the bounds themselves are rates
+    policy.set_epsilon(0.0)
+    assert policy.epsilon.item() == 0.0
+
+
 def test_deterministic_mode_has_no_randomness_and_sac_uses_the_mean() -> None:
     selector = SELECTORS["sac"]()
     policy = PolicyWrapper(selector, epsilon=0.9, seed=0)

@@ -176,7 +176,7 @@ def test_step_limit_is_a_truncation() -> None:
 
 def test_goal_reached_terminates_and_deactivates() -> None:
     scenario = copy.deepcopy(ONE_ROBOT)
-    scenario["robots"]["goal"] = [[21.0, 20.5]]  # within goal_dis after one step
+    scenario["robots"]["goal"] = [[22.0, 20.6]]  # 2.09 m away: within goal_dis after one step
     scenario["robots"]["init_velocity_r"] = [[0.5, 0.0, 0.0]]
     sim = MarineNavSimulator.from_scenarios([scenario], dtype=torch.float64)
     result = sim.step(torch.zeros(1, 1, dtype=torch.long))

@@ -38,7 +38,14 @@ import torch
 from tensordict import TensorDict, TensorDictBase, TensorDictParams
 from torchrl.objectives import HardUpdate, LossModule
 
-from marinenav.agents.base import Agent, NStepConfig, PlannerCall, check_batch, make_adam
+from marinenav.agents.base import (
+    Agent,
+    NStepConfig,
+    PlannerCall,
+    check_batch,
+    check_options,
+    make_adam,
+)
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.policy.networks import DeterministicActor, QuantileCritic
 from marinenav.policy.selectors import DeterministicSelector
@@ -54,6 +61,12 @@ class ACIQNConfig(NStepConfig):
     num_tau_target: int = 8  # quantile fractions of the target Z_target(s', mu'(s'); tau'_j)
     num_tau_actor: int = 8  # quantile fractions averaged in the actor loss
     kappa: float = 1.0  # Huber threshold of the quantile-Huber loss
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_options(
+            self, counts=("num_tau_train", "num_tau_target", "num_tau_actor"), positive=("kappa",)
+        )
 
 
 class ACIQNLoss(LossModule):

@@ -21,6 +21,7 @@ attribute / method        what it tells
 ``rng_state()``           the acting policy's random streams (checkpoints), ``load_rng_state``
 ``model_type``            the original's file-name spelling (``traced_<model_type>_model.pt``)
 ``export_outputs``        names of the exported module's outputs
+``export_output_shapes``  their shapes after the batch dimension (the planner loader checks them)
 ``export_extra_inputs``   exported inputs after the state tuple (IQN: ``("taus",)``)
 ``export_network()``      the acting network in the C++ planner's calling convention (spec C7)
 ``planner_action()``      the C++ planner's action rule on the exported outputs (a classmethod)
@@ -77,8 +78,9 @@ from torchrl._utils import compile_with_warmup
 from torchrl.objectives import SoftUpdate
 from torchrl.objectives.utils import TargetNetUpdater
 
-from marinenav.policy.networks import QCritic
+from marinenav.policy.networks import ACTION_DIM, QCritic
 from marinenav.policy.wrapper import PolicyWrapper
+from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
 OBSERVATION_KEYS = ("self_state", "objects", "objects_mask")
 
@@ -92,6 +94,44 @@ class AgentConfig:
     grad_clip_norm: float = 0.5  # global L2 norm per network, before each step
     seed: int = 100  # network initialisation seed (the original: run seed + 100)
     normalize_observations: bool = False  # scale positions / 10 m, thrusts / 1000 N (not original)
+
+    def __post_init__(self) -> None:
+        check_options(self, unit_interval=("gamma",), positive=("lr", "grad_clip_norm"))
+
+
+def check_options(
+    config: Any,
+    *,
+    unit_interval: tuple[str, ...] = (),
+    positive: tuple[str, ...] = (),
+    non_negative: tuple[str, ...] = (),
+    finite: tuple[str, ...] = (),
+    counts: tuple[str, ...] = (),
+) -> None:
+    """Range checks of an agent config's fields, run when the config is built (start-up, never
+    in the hot path): ``unit_interval`` in [0, 1]; ``positive`` (> 0), ``non_negative`` (>= 0)
+    and ``finite`` numbers finite; ``counts`` integers >= 1. NaN fails every check. Raises
+    ``ValueError("agent.<key> must be ..., got <value>")``, the key as the run config spells
+    it."""
+
+    def refuse(key: str, rule: str) -> None:
+        raise ValueError(f"agent.{key} {rule}, got {getattr(config, key)}")
+
+    for key in unit_interval:
+        if not 0.0 <= getattr(config, key) <= 1.0:
+            refuse(key, "must be in [0, 1]")
+    for key in (*positive, *non_negative, *finite):
+        if not math.isfinite(getattr(config, key)):
+            refuse(key, "must be finite")
+    for key in positive:
+        if getattr(config, key) <= 0:
+            refuse(key, "must be positive")
+    for key in non_negative:
+        if getattr(config, key) < 0:
+            refuse(key, "must not be negative")
+    for key in counts:
+        if not getattr(config, key) >= 1:
+            refuse(key, "must be at least 1")
 
 
 def check_n_step(n_step: int) -> None:
@@ -108,7 +148,8 @@ class NStepConfig(AgentConfig):
     n_step: int = 1  # per-robot n-step returns (the original: 1)
 
     def __post_init__(self) -> None:
-        check_n_step(self.n_step)
+        super().__post_init__()
+        check_options(self, counts=("n_step",))
 
 
 @dataclass(frozen=True)
@@ -334,6 +375,14 @@ class Agent(nn.Module):
         first output)."""
         values = planner_output(outputs)
         return values.clone() if cls.action_kind == "continuous" else values.argmax(dim=-1)
+
+    @classmethod
+    def export_output_shapes(cls) -> tuple[tuple[int | None, ...], ...]:
+        """The shape of each exported output (``export_outputs``, in order) after the batch
+        dimension, ``None`` for a size the file decides: here ``(2,)`` (actions or Gaussian
+        parameters) for continuous agents and ``(25,)`` (action values) for discrete ones."""
+        shape = (ACTION_DIM,) if cls.action_kind == "continuous" else (NUM_DISCRETE_ACTIONS,)
+        return tuple(shape for _ in cls.export_outputs)
 
     def export_metadata(self) -> dict[str, Any]:
         """Extra entries of the exported file's ``marinenav_export.json`` record (JSON values);

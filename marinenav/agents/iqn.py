@@ -30,11 +30,19 @@ from tensordict import TensorDict, TensorDictBase, TensorDictParams
 from torch import nn
 from torchrl.objectives import HardUpdate, LossModule
 
-from marinenav.agents.base import Agent, NStepConfig, check_batch, make_adam, planner_output
+from marinenav.agents.base import (
+    Agent,
+    NStepConfig,
+    check_batch,
+    check_options,
+    make_adam,
+    planner_output,
+)
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.policy.networks import ImplicitQuantileNetwork
 from marinenav.policy.selectors import QuantileSelector
 from marinenav.policy.wrapper import PolicyWrapper
+from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
 
 @dataclass
@@ -46,6 +54,12 @@ class IQNConfig(NStepConfig):
     num_tau_target: int = 8  # quantile fractions of the target Z_target(s', a*; tau'_j)
     num_tau_act: int = 32  # quantile fractions averaged for action selection
     kappa: float = 1.0  # Huber threshold of the quantile-Huber loss
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_options(
+            self, counts=("num_tau_train", "num_tau_target", "num_tau_act"), positive=("kappa",)
+        )
 
 
 def iqn_target(
@@ -184,6 +198,11 @@ class IQNAgent(Agent):
 
     def export_network(self) -> QuantilePlannerCall:
         return QuantilePlannerCall(self.network)
+
+    @classmethod
+    def export_output_shapes(cls) -> tuple[tuple[int | None, ...], ...]:
+        """Quantiles ``(K, 25)``, ``K`` the quantile fractions the caller feeds."""
+        return ((None, NUM_DISCRETE_ACTIONS),)
 
     @classmethod
     def planner_action(cls, outputs: Any, **options: Any) -> torch.Tensor:

@@ -63,7 +63,7 @@ from torchrl.modules.distributions import IndependentNormal
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
-from marinenav.agents.base import Agent, AgentConfig, PlannerCall, make_adam
+from marinenav.agents.base import Agent, AgentConfig, PlannerCall, check_options, make_adam
 from marinenav.policy.networks import (
     ACTION_DIM,
     FEATURES,
@@ -119,18 +119,12 @@ class PPOConfig(AgentConfig):
     initial_log_std: float = -0.5  # initial log sigma of the latent Gaussian
 
     def __post_init__(self) -> None:
-        positive = {
-            "rollout_steps": self.rollout_steps,
-            "epochs": self.epochs,
-            "minibatches": self.minibatches,
-        }
-        for key, value in positive.items():
-            if value < 1:
-                raise ValueError(f"agent.{key} must be a positive int, got {value}")
-        if not 0.0 <= self.gae_lambda <= 1.0:
-            raise ValueError(f"agent.gae_lambda must be in [0, 1], got {self.gae_lambda}")
-        if self.clip_epsilon <= 0.0:
-            raise ValueError(f"agent.clip_epsilon must be positive, got {self.clip_epsilon}")
+        super().__post_init__()
+        check_options(
+            self, counts=("rollout_steps", "epochs", "minibatches"),
+            unit_interval=("gae_lambda",), positive=("clip_epsilon",),
+            non_negative=("entropy_coeff",), finite=("initial_log_std",),
+        )  # fmt: skip
         if self.loss_critic_type not in ("l2", "l1", "smooth_l1"):
             raise ValueError(
                 f"agent.loss_critic_type must be l2, l1 or smooth_l1, got {self.loss_critic_type!r}"

@@ -84,6 +84,7 @@ from marinenav.agents.base import (
     PlannerCall,
     ReplayOptions,
     check_batch,
+    check_options,
     make_adam,
     planner_output,
 )
@@ -104,6 +105,19 @@ class RainbowConfig(AgentConfig):
     n_step: int = 3  # n of the n-step returns (default discount gamma ** n_step)
     priority_exponent: float = 0.5  # priorities are loss ** priority_exponent
     importance_beta: float = 0.4  # importance-sampling exponent of the replay (fixed)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_options(
+            self, counts=("n_step",), finite=("v_min", "v_max"), non_negative=("noisy_std",),
+            unit_interval=("priority_exponent", "importance_beta"),
+        )  # fmt: skip
+        if self.atoms < 2:
+            raise ValueError(f"agent.atoms must be at least 2, got {self.atoms}")
+        if not self.v_max > self.v_min:
+            raise ValueError(
+                f"agent.v_max must be above agent.v_min, got v_min={self.v_min}, v_max={self.v_max}"
+            )
 
 
 class NoisyLinear(TorchRLNoisyLinear):
@@ -430,6 +444,11 @@ class RainbowAgent(Agent):
     def export_network(self) -> PlannerCall:
         """Atom probabilities ``(N, 25, atoms)`` with the mean weights (no noise)."""
         return PlannerCall(MeanProbabilities(self.network))
+
+    @classmethod
+    def export_output_shapes(cls) -> tuple[tuple[int | None, ...], ...]:
+        """Atom probabilities ``(25, atoms)`` (``atoms`` in the file's record)."""
+        return ((NUM_DISCRETE_ACTIONS, None),)
 
     def export_metadata(self) -> dict[str, Any]:
         """The support the planner needs: ``atoms``, ``v_min``, ``v_max``."""

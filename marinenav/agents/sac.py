@@ -78,6 +78,7 @@ from marinenav.agents.base import (
     PlannerCall,
     StackedCritics,
     check_batch,
+    check_options,
     make_adam,
 )
 from marinenav.policy.networks import GaussianActor, squash
@@ -159,6 +160,10 @@ class SACConfig(AgentConfig):
     alpha: float = 0.078  # entropy temperature (initial value when learned)
     learn_alpha: bool = False  # automatic entropy tuning (not in the original)
     target_entropy: float = -2.0  # -action_dim, used only when learn_alpha
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_options(self, positive=("alpha",), finite=("target_entropy",))
 
 
 class SACAgent(StackedCritics, Agent):

@@ -54,6 +54,7 @@ from marinenav.agents.base import (
     PlannerCall,
     StackedCritics,
     check_batch,
+    check_options,
     make_adam,
     with_steps_to_next_obs,
 )
@@ -73,13 +74,7 @@ class TD3Config(NStepConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.policy_noise < 0 or self.noise_clip < 0:
-            raise ValueError(
-                f"policy_noise and noise_clip must not be negative, got {self.policy_noise} "
-                f"and {self.noise_clip}"
-            )
-        if self.policy_delay < 1:
-            raise ValueError(f"policy_delay must be at least 1, got {self.policy_delay}")
+        check_options(self, non_negative=("policy_noise", "noise_clip"), counts=("policy_delay",))
 
 
 class TD3Agent(StackedCritics, Agent):

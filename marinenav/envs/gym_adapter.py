@@ -6,7 +6,9 @@
 * ``gymnasium.make("marinenav/MarineNav-v0", ...)`` gives :class:`MarineNavSingleEnv`, one
   robot alone in one environment. Gymnasium's ``make`` only returns ``gymnasium.Env``
   instances, so the vector form goes through ``make_vec``; the single form passes
-  ``gymnasium.utils.env_checker.check_env``.
+  ``gymnasium.utils.env_checker.check_env``. Its ``step`` raises Gymnasium's ``ResetNeeded``
+  before the first ``reset`` and after an episode ended (terminated or truncated) until the
+  next ``reset``: a finished robot has no observation to give.
 
 Observation of one robot: a flat ``float32`` vector of 37 numbers, ``self_state (7)``, the 5 x 5
 ``objects`` row by row (25), ``objects_mask (5)`` as 0/1. Actions: ``Discrete(25)`` or
@@ -27,6 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -196,16 +199,23 @@ class MarineNavSingleEnv(gym.Env):
         self.observation_space, self.action_space = _spaces(action_kind)
         self.render_mode = render_mode
         self._trail = TrailRecorder(self.sim)
+        # why step() must wait for reset(), or None while an episode runs (host flag)
+        self._reset_needed: str | None = "before the first reset()"
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         if seed is not None:
             self.sim.generator.manual_seed(seed)
         self.sim.reset()
+        self._reset_needed = None
         self._trail.record()
         return self._obs(), {}
 
     def step(self, action):
+        """One step of the robot; raises ``ResetNeeded`` before the first ``reset`` and once
+        the episode has ended, until ``reset``."""
+        if self._reset_needed is not None:
+            raise ResetNeeded(f"step() {self._reset_needed}: call reset() first")
         if self.sim.action_kind == "discrete":
             act = torch.tensor([[int(action)]], dtype=torch.int64)
         else:
@@ -213,13 +223,12 @@ class MarineNavSingleEnv(gym.Env):
         result = self.sim.step(act.to(self.sim.device))
         self._trail.record()
         info = {"info_state": int(result.info[0, 0])}  # host: gymnasium returns numbers
-        return (
-            self._obs(),
-            float(result.reward[0, 0]),  # host: gymnasium returns numbers
-            bool(result.terminated[0, 0]),  # host: gymnasium returns numbers
-            bool(result.truncated[0, 0]),  # host: gymnasium returns numbers
-            info,
-        )
+        reward = float(result.reward[0, 0])  # host: gymnasium returns numbers
+        terminated = bool(result.terminated[0, 0])  # host: gymnasium returns numbers
+        truncated = bool(result.truncated[0, 0])  # host: gymnasium returns numbers
+        if terminated or truncated:
+            self._reset_needed = "after the episode ended (terminated or truncated)"
+        return self._obs(), reward, terminated, truncated, info
 
     def _obs(self) -> np.ndarray:
         return flatten_observation(self.sim.observation)[0, 0].cpu().numpy()  # host: gymnasium

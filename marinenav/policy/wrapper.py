@@ -61,6 +61,12 @@ def marinenav_action_spec(action_kind: Literal["discrete", "continuous"]) -> Ten
     return Bounded(-1.0, 1.0, shape=(2,), dtype=torch.float32)
 
 
+def check_epsilon(value: float) -> None:
+    """An exploration rate is a probability: ``ValueError`` outside [0, 1] (NaN included)."""
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"epsilon must be in [0, 1], got {value}")
+
+
 class PolicyWrapper(TensorDictModuleBase):
     """Acting module: observations in, actions out, for a batch of any shape.
 
@@ -78,7 +84,8 @@ class PolicyWrapper(TensorDictModuleBase):
             ``"action"`` for a leaf spec, ``("agents", "action")`` for a selector.
         cvar_key: selectors only: optional key of a CVaR level ``[...]`` in (0, 1]
             (risk-sensitive IQN acting); absent entries use the ``cvar`` buffer (1.0).
-        epsilon: initial exploration rate (a buffer; change it with :meth:`set_epsilon`).
+        epsilon: initial exploration rate in [0, 1] (a buffer; change it with
+            :meth:`set_epsilon`).
         seed: seed of the wrapper's random stream.
     """
 
@@ -116,6 +123,7 @@ class PolicyWrapper(TensorDictModuleBase):
         self.out_keys = out_keys
         self.action_key = out_key
         self.cvar_key = cvar_key
+        check_epsilon(epsilon)
         self.register_buffer("epsilon", torch.tensor(float(epsilon)))
         self.register_buffer("cvar", torch.tensor(1.0))
         self.seed = seed
@@ -126,10 +134,13 @@ class PolicyWrapper(TensorDictModuleBase):
         return "discrete" if self.space.discrete else "continuous"
 
     def set_epsilon(self, value: float | torch.Tensor) -> None:
-        """Change the exploration rate in place (no recompilation, no host read)."""
+        """Change the exploration rate in place (no recompilation, no host read). A Python
+        number must be in [0, 1] (checked on the host, free); a tensor is copied unread (the
+        caller keeps it in range)."""
         if isinstance(value, torch.Tensor):
             self.epsilon.copy_(value)
         else:
+            check_epsilon(value)
             self.epsilon.fill_(value)
 
     def set_seed(self, seed: int) -> None:

@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
+from marinenav.sim.constants import ROBOT_DEFAULTS
+
 _COUNT_KEYS = ("timesteps", "num_robots", "num_cores", "num_obstacles")
 _KEYS = (*_COUNT_KEYS, "min_start_goal_dis")  # the original's dict keys, in its order
 
@@ -73,10 +75,14 @@ class CurriculumSchedule:
             for k, count in enumerate(getattr(self, key)):
                 if count < 0:
                     raise ValueError(f"curriculum {key} of stage {k} is negative: {count}")
+        # generated starts are at least min_start_goal_dis from their goals, and a robot within
+        # goal_dis of its goal has reached it before its first step (spec A5.3)
+        goal_dis = ROBOT_DEFAULTS["goal_dis"]
         for k, dis in enumerate(self.min_start_goal_dis):
-            if not (dis > 0 and math.isfinite(dis)):
+            if not (dis > goal_dis and math.isfinite(dis)):
                 raise ValueError(
-                    f"curriculum min_start_goal_dis of stage {k} must be positive and finite, "
+                    f"curriculum min_start_goal_dis of stage {k} must be finite and above the "
+                    f"goal distance {goal_dis:g} m (a robot within it starts at its goal), "
                     f"got {dis}"
                 )
 

@@ -8,7 +8,9 @@ the histories hold the first trajectory row only (the state at reset).
 
 Bad input raises ``ValueError`` naming the key: missing keys, lists of mismatched lengths, more
 robots / obstacles / cores than the slots, sub-step counts other than the simulator's, a
-singular mass matrix.
+singular mass matrix, and placements no episode can start from (:func:`_check_placement`): an
+obstacle of zero or negative radius, a robot that starts within ``goal_dis`` of its goal, or in
+collision (spec A5.3's test, ``distance - r_a - r_b <= 0``) with an obstacle or another robot.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def scenarios_from_dicts(
     num_substeps: int = int(ROBOT_DEFAULTS["N"]),
     dtype: torch.dtype = torch.float32,
     device: torch.device | str = "cpu",
+    where: str = "scenario",
 ) -> Scenario:
     """Parse scenario dicts (one environment each) into a padded :class:`Scenario`.
 
@@ -80,9 +83,10 @@ def scenarios_from_dicts(
         robot_slots, obstacle_slots, core_slots: padded slot counts of the simulator.
         num_substeps: the simulator's ``N``; every robot's ``N`` must equal it.
         dtype, device: of the floating tensors.
+        where: what an error calls a dict, before its index (``"<file>: episode"`` for a file).
 
     Raises:
-        ValueError: naming the scenario index and key at fault.
+        ValueError: ``"<where> <index>: <key> ..."``, naming the dict and key at fault.
     """
     if len(dicts) == 0:
         raise ValueError("no scenarios given")
@@ -91,12 +95,12 @@ def scenarios_from_dicts(
         try:
             _fill_one(out, i, scenario, num_substeps)
         except ValueError as error:
-            raise ValueError(f"scenario {i}: {error}") from None
+            raise ValueError(f"{where} {i}: {error}") from None
     det = mass_matrix_determinant(out.hydro)
     singular = out.robot_present & (det == 0)
     if singular.any():
         env = int(singular.any(dim=1).to(torch.int64).argmax())
-        raise ValueError(f"scenario {env}: the mass matrix M_RB + M_A of a robot is singular")
+        raise ValueError(f"{where} {env}: the mass matrix M_RB + M_A of a robot is singular")
     return out.to(device=device, dtype=dtype)
 
 
@@ -205,7 +209,54 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
         )
     if (out.max_obj_num[i, :n] > MAX_OBJECTS).any():
         raise ValueError(f"robots.perception.max_obj_num above {MAX_OBJECTS} is not supported")
+    _check_placement(out, i, n, n_obs)
     out.robot_present[i, :n] = True
+
+
+def _first(mask: torch.Tensor) -> list[int] | None:
+    """The indices of the first true entry of ``mask`` (row-major), or ``None``."""
+    hits = mask.nonzero()
+    return hits[0].tolist() if len(hits) else None  # host: load time
+
+
+def _check_placement(out: Scenario, i: int, n: int, n_obs: int) -> None:
+    """Refuse a start no episode can begin from, in environment ``i`` of ``out`` (float64, CPU,
+    filled): a non-positive obstacle radius, a start within ``goal_dis`` of its goal (reached
+    before the first step, spec A5.3), a start in collision with an obstacle or another robot
+    (``distance - r_a - r_b <= 0``, A5.3's test)."""
+    radius = out.obstacle_radius[i, :n_obs]  # [O'] m
+    start, goal = out.start[i, :n], out.goal[i, :n]  # [n, 2] m
+    robot_r, goal_dis = out.radius[i, :n], out.goal_dis[i, :n]  # [n] m
+    if (hit := _first(~(radius > 0))) is not None:
+        (j,) = hit
+        raise ValueError(f"env.obstacles.r[{j}] must be positive, got {float(radius[j])}")
+    to_goal = torch.linalg.vector_norm(goal - start, dim=-1)  # [n]
+    if (hit := _first(to_goal <= goal_dis)) is not None:
+        (k,) = hit
+        raise ValueError(
+            f"robots.goal[{k}] is {float(to_goal[k]):.3g} m from robots.start[{k}], within "
+            f"robots.goal_dis[{k}] = {float(goal_dis[k]):g} m: the robot starts at its goal"
+        )
+    obstacle_pos = out.obstacle_pos[i, :n_obs]
+    to_obstacle = torch.linalg.vector_norm(start[:, None] - obstacle_pos[None], dim=-1)  # [n, O']
+    reach = robot_r[:, None] + radius[None]
+    if (hit := _first(to_obstacle <= reach)) is not None:
+        k, j = hit
+        raise ValueError(
+            f"robots.start[{k}] is {float(to_obstacle[k, j]):.3g} m from "
+            f"env.obstacles.positions[{j}], within robots.r[{k}] + env.obstacles.r[{j}] = "
+            f"{float(reach[k, j]):.3g} m: the robot starts in collision"
+        )
+    apart = torch.linalg.vector_norm(start[:, None] - start[None], dim=-1)  # [n, n]
+    reach = robot_r[:, None] + robot_r[None]
+    earlier = torch.ones(n, n, dtype=torch.bool).tril(-1)  # pairs (k, j) with j < k
+    if (hit := _first((apart <= reach) & earlier)) is not None:
+        k, j = hit
+        raise ValueError(
+            f"robots.start[{k}] is {float(apart[k, j]):.3g} m from robots.start[{j}], within "
+            f"robots.r[{j}] + robots.r[{k}] = {float(reach[k, j]):.3g} m: the robots start in "
+            "collision"
+        )
 
 
 def scenarios_to_dicts(
@@ -292,10 +343,14 @@ def _dict_of_env(v: dict[str, list], e: int, num_substeps: int) -> dict:
 def load_scenario_file(path: str | Path) -> list[dict]:
     """Read a JSON file holding one episode dict or a list of them (an eval-config file).
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming the file (and the
-    episode and key) for a file that is not JSON or an episode without the keys every scenario
-    needs (``env.num_robots``, ``env.obstacles.positions``, ``env.cores.positions``,
-    ``robots``)."""
+    Every episode is parsed as :func:`scenarios_from_dicts` parses it (slots: the file's
+    largest counts), so a bad file is refused here, whole, before anything runs.
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming the file, the
+    episode and the key (``<file>: episode <i>: <key> ...``) for a file that is not JSON, an
+    episode without the keys every scenario needs (``env.num_robots``,
+    ``env.obstacles.positions``, ``env.cores.positions``, ``robots``) or any error of
+    :func:`scenarios_from_dicts` (bad values, impossible placements)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no scenario file at {path}")
@@ -318,9 +373,23 @@ def load_scenario_file(path: str | Path) -> list[dict]:
         env = episode["env"]
         if "num_robots" not in env:
             raise ValueError(f"{where}: missing key env.num_robots")
+        if not isinstance(env["num_robots"], int):
+            count = env["num_robots"]
+            raise ValueError(f"{where}: env.num_robots must be an integer, got {count!r}")
         for part in ("obstacles", "cores"):
             if not isinstance(env.get(part), Mapping) or "positions" not in env[part]:
                 raise ValueError(f"{where}: missing key env.{part}.positions")
+            if not isinstance(env[part]["positions"], list):
+                raise ValueError(f"{where}: env.{part}.positions must be a list")
+    envs = [episode["env"] for episode in episodes]
+    scenarios_from_dicts(
+        episodes,
+        robot_slots=max(max(env["num_robots"], 1) for env in envs),
+        obstacle_slots=max(len(env["obstacles"]["positions"]) for env in envs),
+        core_slots=max(len(env["cores"]["positions"]) for env in envs),
+        dtype=torch.float64,
+        where=f"{path}: episode",
+    )
     return list(episodes)
 
 

@@ -262,6 +262,37 @@ def check_cudagraphs(cfg) -> None:
         )
 
 
+def check_budget(cfg) -> None:
+    """``training.total_timesteps`` is a whole number of batched steps (``env.num_envs``
+    timesteps each), at least one: the trainer steps every environment at once and stops at
+    the first multiple of ``env.num_envs`` that reaches the budget."""
+    total, num_envs = cfg.training.total_timesteps, cfg.env.num_envs
+    if total < num_envs:
+        raise ConfigError(
+            f"training.total_timesteps={total} is less than one batched step of "
+            f"env.num_envs={num_envs} timesteps; raise training.total_timesteps or lower "
+            "env.num_envs"
+        )
+    if total % num_envs:
+        below = total - total % num_envs
+        raise ConfigError(
+            f"training.total_timesteps={total} is not a whole number of batched steps of "
+            f"env.num_envs={num_envs} timesteps; use {below} or {below + num_envs}"
+        )
+
+
+def check_agent_options(cfg) -> None:
+    """The agent's hyperparameters pass its config class's range checks (built here, as the
+    trainer will build it, so that ``agent.gamma=1.5`` fails before the run starts); raises
+    :class:`ConfigError` naming ``agent.<key>``."""
+    values = dict(OmegaConf.to_container(cfg.agent, resolve=True))
+    values.pop("name")
+    try:
+        agent_class(cfg.agent.name).config_class(**values)
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
+
+
 def validate(cfg) -> None:
     """Checks Hydra cannot make; raises :class:`ConfigError` naming the key, before any
     training."""
@@ -281,6 +312,7 @@ def _validate(cfg) -> None:
     # the replay keys (epsilon keys) are checked only for agents that learn from the replay
     # (explore epsilon-greedily): the others never read them (docs/training.md)
     cls = agent_class(cfg.agent.name)
+    check_agent_options(cfg)
     replay = cls.learning == "replay"
     positive = {
         "env.num_envs": cfg.env.num_envs,
@@ -300,6 +332,7 @@ def _validate(cfg) -> None:
     for key, value in positive.items():
         if value < 1:
             raise ConfigError(f"{key} must be positive, got {value}")
+    check_budget(cfg)
     non_negative = {
         "env.obstacle_slots": cfg.env.obstacle_slots,
         "env.core_slots": cfg.env.core_slots,
