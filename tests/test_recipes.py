@@ -60,6 +60,7 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     assert default == fast and default.recipe == "fast"
     assert default.training.target_tau is not None and default.training.final_lr_fraction < 1
     assert default.agent.n_step == 3  # conf/recipe_agent/fast_ac_iqn.yaml
+    assert default.agent.normalize_observations and not dqn.agent.normalize_observations
     # the recipe picks its curriculum and the agent's part; the command line overrides both
     assert list(default.curriculum.timesteps) != list(stage0.curriculum.timesteps) == [0]
     assert stage0.agent.n_step == 1
