@@ -246,6 +246,7 @@ def record_resume(run_dir: Path, timestep: int, source: Path, changes: dict) -> 
 # be removed when the start is refused (a directory the user made stays, empty or not)
 _NEW_DIRECTORIES: set[Path] = set()
 _NEW_SWEEPS: set[Path] = set()
+_NEW_LOGS: set[Path] = set()  # Hydra's job log (train.log), when it did not exist before
 
 
 def _missing(path: Path) -> list[Path]:
@@ -265,7 +266,11 @@ class RunDirectoryCallback(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         with contextlib.suppress(Exception):  # an unresolvable path: note nothing
-            _NEW_DIRECTORIES.update(_missing(Path(str(config.hydra.run.dir)).absolute()))
+            run_dir = Path(str(config.hydra.run.dir)).absolute()
+            _NEW_DIRECTORIES.update(_missing(run_dir))
+            log = run_dir / f"{config.hydra.job.name}.log"
+            if not log.exists():
+                _NEW_LOGS.add(log)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         with contextlib.suppress(Exception):
@@ -276,8 +281,12 @@ class RunDirectoryCallback(Callback):
 
 def remove_new_directories(run_dir: Path) -> None:
     """After a refused start: remove ``run_dir`` when this run made it, then each parent this
-    run made, while empty. A job of a sweep made here removes its own directory only."""
+    run made, while empty (and, in a directory that stays, the empty job log Hydra opened for
+    this start). A job of a sweep made here removes its own directory only."""
     run_dir = Path(run_dir).absolute()
+    for log in _NEW_LOGS:  # Hydra's empty job log in a directory that stays
+        if log.parent == run_dir and log.is_file() and log.stat().st_size == 0:
+            log.unlink()
     if run_dir in _NEW_DIRECTORIES:
         shutil.rmtree(run_dir, ignore_errors=True)
         for parent in run_dir.parents:
