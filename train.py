@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
 import hydra
 import hydra._internal.utils
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from marinenav.training.config import register_configs
 
@@ -67,15 +65,28 @@ def resume_command(run_dir: Path) -> str:
     return " ".join(["python", "train.py", *(shlex.quote(arg) for arg in args)])
 
 
+def save_hydra_config(cfg: DictConfig, run_dir: Path) -> None:
+    """Write ``.hydra/`` (config.yaml, hydra.yaml, overrides.yaml, as Hydra would) once the
+    run owns its directory and its resume has been checked (``hydra.output_subdir`` is null in
+    conf/config.yaml so that Hydra writes nothing before): a refused start leaves an earlier
+    run's record as it was; a resume records its allowed changes in resumes.jsonl."""
+    hydra_cfg = HydraConfig.instance().cfg
+    directory = run_dir / ".hydra"
+    directory.mkdir(exist_ok=True)
+    for name, node in (("config.yaml", cfg), ("hydra.yaml", hydra_cfg),
+                       ("overrides.yaml", hydra_cfg.hydra.overrides.task)):  # fmt: skip
+        (directory / name).write_text(OmegaConf.to_yaml(node), encoding="utf-8")
+
+
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
     """Train, evaluate and checkpoint in Hydra's run directory; returns the final success rate
     (the value a sweeper optimises)."""
     from marinenav.training.checkpoint import CHECKPOINT_NAME
+    from marinenav.training.rundir import remove_new_directories
     from marinenav.training.trainer import Trainer, TrainingDiverged, TrainingInterrupted
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    fresh = {path.name for path in run_dir.iterdir()} <= {".hydra", "train.log"}
     if cfg.resume is None and os.environ.get("SUBMITIT_EXECUTOR"):
         # a job requeued by submitit after preemption runs again in its own directory
         if (run_dir / CHECKPOINT_NAME).is_file():
@@ -83,13 +94,11 @@ def main(cfg: DictConfig) -> float:
                 cfg.resume = True
     try:
         trainer = Trainer(cfg, run_dir)
-    except (ValueError, FileNotFoundError) as error:  # config, resume or checkpoint: nothing ran
-        if fresh:  # the directory Hydra just made for this run: leave nothing behind
-            shutil.rmtree(run_dir, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                run_dir.parent.rmdir()  # Hydra's date folder, when this run was its only one
+    except (ValueError, FileNotFoundError) as error:  # config, directory, resume: nothing ran
+        remove_new_directories(run_dir)  # only what Hydra made for this run, never the user's
         print(f"error: {one_line(error)}", file=sys.stderr, flush=True)
         sys.exit(2)
+    save_hydra_config(cfg, run_dir)
     trainer.resume_command = resume_command(run_dir)
     try:
         return trainer.train()["eval/success_rate"]

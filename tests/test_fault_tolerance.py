@@ -1,6 +1,10 @@
 """A training process killed with SIGKILL 20 times, at random moments and in the middle of
 checkpoint writes, and resumed each time, ends exactly where an uninterrupted run does: same
-counters, evaluations, replay and parameters."""
+counters, evaluations, replay and parameters.
+
+Every kill is tied to progress the child reports, not to wall time: a child killed "at a random
+moment" reports when it reaches a drawn timestep and stalls at a later drawn one, so the kill
+lands between the two however busy the machine is, and never after the run's last timestep."""
 
 from __future__ import annotations
 
@@ -18,22 +22,36 @@ import torch
 from marinenav.training.trainer import Trainer
 from tests.test_training import tiny_config
 
+TOTAL = 800
 FAULT = [
     "agent=dqn",
-    "training.total_timesteps=800",
+    f"training.total_timesteps={TOTAL}",
     "checkpoint.interval=16",  # a write every 8 batched steps: kills often land in one
     "evaluation.interval=160",
 ]
 KILLS = 20
 
 
-def _train_child(run_dir: Path, phase: str, ready, in_write) -> None:
+def _train_child(run_dir: Path, phase: str, ready, reached, report_at: int, stall_at: int) -> None:
     """One training process: resumes when a checkpoint exists; ``phase`` stalls its first
-    checkpoint write half-written (``torn``) or just before the rename (``rename``)."""
+    checkpoint write half-written (``torn``) or just before the rename (``rename``), or
+    (``random``) sets ``reached`` from timestep ``report_at`` on and stalls at ``stall_at``
+    (before the budget's end): the parent kills it in between."""
     torch.set_num_threads(1)
     resume = "true" if (run_dir / "checkpoint.pt").is_file() else "null"
     trainer = Trainer(tiny_config(*FAULT, f"resume={resume}"), run_dir)
-    if phase == "torn":
+    if phase == "random":
+        step = trainer.step_environments
+
+        def step_and_report() -> None:
+            if trainer.timesteps >= report_at:
+                reached.set()
+            if trainer.timesteps >= stall_at:
+                time.sleep(600)  # until killed: the run never reaches its last timestep
+            step()
+
+        trainer.step_environments = step_and_report
+    elif phase == "torn":
         real_save = torch.save
 
         def torn_save(state, f) -> None:
@@ -41,15 +59,15 @@ def _train_child(run_dir: Path, phase: str, ready, in_write) -> None:
             real_save(state, buffer)
             f.write(buffer.getvalue()[: buffer.tell() // 2])
             f.flush()
-            in_write.set()
-            time.sleep(60)
+            reached.set()
+            time.sleep(600)  # until killed
 
         torch.save = torn_save
     elif phase == "rename":
 
         def stalled_replace(src, dst) -> None:
-            in_write.set()
-            time.sleep(60)
+            reached.set()
+            time.sleep(600)  # until killed
 
         os.replace = stalled_replace
     ready.set()
@@ -75,18 +93,22 @@ def test_sigkill_at_random_moments_and_during_writes_resumes_exactly(tmp_path: P
             torch.load(run_dir / "checkpoint.pt", weights_only=False)["counters"]["timesteps"]
             if (run_dir / "checkpoint.pt").is_file() else 0
         )  # fmt: skip
-        ready, in_write = context.Event(), context.Event()
-        child = context.Process(target=_train_child, args=(run_dir, phase, ready, in_write))
+        # a random moment: between a drawn timestep and a later one, before the last
+        report_at = min(resumed_from[-1] + 2 * draw.randint(0, 40), TOTAL - 4)
+        stall_at = min(report_at + 2 * draw.randint(1, 40), TOTAL - 2)
+        ready, reached = context.Event(), context.Event()
+        child = context.Process(
+            target=_train_child, args=(run_dir, phase, ready, reached, report_at, stall_at)
+        )
         child.start()
         if phase == "finish":
-            child.join(timeout=120)
+            child.join(timeout=600)
             assert child.exitcode == 0
             break
-        assert ready.wait(timeout=60)
+        assert ready.wait(timeout=300)
+        assert reached.wait(timeout=300)  # in the write (torn, rename), or at report_at
         if phase == "random":
-            time.sleep(draw.uniform(0.05, 0.5))
-        else:
-            assert in_write.wait(timeout=60)
+            time.sleep(draw.uniform(0.0, 0.3))  # lands anywhere up to stall_at
         os.kill(child.pid, signal.SIGKILL)
         child.join()
         assert child.exitcode == -signal.SIGKILL

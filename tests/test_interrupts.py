@@ -20,6 +20,23 @@ from tests.test_training import ROOT, TINY
 LONG = [*TINY, "agent=dqn", "training.total_timesteps=1000000", "evaluation.first=1000000"]
 
 
+def wait_for(condition, process: subprocess.Popen, what: str, timeout: float = 300) -> None:
+    """Poll until ``condition()`` (progress the child reports in a file it writes) holds; fail
+    if the child ends first. The timeout only bounds a hung child: no test step waits on it."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, f"ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
+        time.sleep(0.05)
+
+
+def logged_at(run_dir: Path, timestep: int) -> bool:
+    """Whether the run has logged its training metrics of ``timestep`` (a full CSV line)."""
+    path = run_dir / "logs" / "scalars" / "train" / "updates.csv"
+    lines = path.read_text().splitlines(keepends=True) if path.is_file() else []
+    return any(line.endswith("\n") and int(line.split(",")[0]) >= timestep for line in lines)
+
+
 def _start(run_dir: Path, *overrides: str) -> subprocess.Popen:
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "train.py"), *overrides, f"hydra.run.dir={run_dir}"],
@@ -34,7 +51,8 @@ def _start(run_dir: Path, *overrides: str) -> subprocess.Popen:
 def test_a_stop_signal_checkpoints_and_prints_the_resume_command(signum, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     process = _start(run_dir, *LONG)
-    time.sleep(1.0)  # let it step a while (past its first update at timestep 40)
+    # let it step a while: past its first update at timestep 40 (logged at 40, then 80)
+    wait_for(lambda: logged_at(run_dir, 80), process, "the log of timestep 80")
     process.send_signal(signum)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 128 + signum, err
@@ -94,13 +112,14 @@ def test_a_preempted_submitit_job_checkpoints_requeues_and_resumes(tmp_path: Pat
          "training.total_timesteps=1200", f"hydra.sweep.dir={sweep}"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # bounds a hung launch only
     logs: list[Path] = []
     while not any("marinenav: training dqn" in log.read_text() for log in logs):
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.2)
         logs = list(sweep.glob(".submitit/*/*_log.out"))
-    time.sleep(0.5)
+    # signal it once it has trained a while (its log of timestep 40), long before the end
+    wait_for(lambda: logged_at(sweep / "0", 40), process, "the job's log of timestep 40")
     tasks = [
         pid for pid in _descendants(process.pid)
         if b"submitit.core._submit" in Path(f"/proc/{pid}/cmdline").read_bytes()

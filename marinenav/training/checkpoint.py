@@ -65,6 +65,21 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> dic
     return current_layout(state)
 
 
+def peek_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The checkpoint's config, counters and snapshot flag, read without loading its tensors
+    (memory mapped): what a resume checks before it writes anything. Raises like
+    :func:`load_checkpoint`."""
+    path = checkpoint_path(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    except Exception:  # a file torch cannot map (the legacy format): read it whole
+        state = load_checkpoint(path)
+    if not isinstance(state, dict) or "config" not in state or "agent" not in state:
+        raise CheckpointError(f"{path} is not a marinenav checkpoint (no config or agent)")
+    return {"config": state["config"], "counters": state.get("counters", {}),
+            "snapshot": bool(state.get("snapshot"))}  # fmt: skip
+
+
 def current_layout(state: dict[str, Any]) -> dict[str, Any]:
     """A checkpoint dict in today's layout. Checkpoints written before the learner contract
     kept the replay learner's state at the top (``"replay"``, ``"nstep"``, and

@@ -118,6 +118,8 @@ class TrainConfig:
     compile: bool = False  # torch.compile the env step, the acting network and the update
     cudagraphs: bool = False  # replay the env step and the update as CUDA graphs (CUDA only)
     resume: Any = None  # null, true (this run directory), or a run directory / checkpoint path
+    # a fresh run may replace the checkpoint (and outputs) of an earlier run in its directory
+    overwrite: bool = False
 
 
 def agent_schema(name: str) -> type:
@@ -364,6 +366,11 @@ def _validate(cfg) -> None:
         )
     if cfg.cudagraphs:
         check_cudagraphs(cfg)
+    if cfg.get("overwrite", False) and cfg.resume not in (None, False):
+        raise ConfigError(
+            f"overwrite=true replaces the run directory's checkpoint, resume={cfg.resume} "
+            "continues it: choose one"
+        )
     if cfg.logger.backend not in ("csv", "tensorboard", "wandb", "mlflow"):
         raise ConfigError(f"logger.backend must be csv, tensorboard, wandb or mlflow, "
                           f"got {cfg.logger.backend!r}")  # fmt: skip

@@ -37,6 +37,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,12 +55,19 @@ from marinenav.training.checkpoint import (
     CHECKPOINT_NAME,
     EVALUATED_DIR,
     load_checkpoint,
+    peek_checkpoint,
     write_checkpoint,
 )
 from marinenav.training.config import evaluation_layout, schedule_of, validate
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
 from marinenav.training.learners import make_learner
-from marinenav.training.loggers import make_logger, progress_bar
+from marinenav.training.loggers import make_logger, progress_bar, truncate_csv_logs
+from marinenav.training.rundir import (
+    RunDirectoryLock,
+    check_fresh_start,
+    check_resumable,
+    record_resume,
+)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
 
@@ -155,7 +163,23 @@ class Trainer:
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        resume_from = self._checkpoint_to_resume()  # fails before any work if missing
+        # the run owns its directory from here until train() ends (or the trainer is dropped)
+        self.lock = RunDirectoryLock(self.run_dir)
+        taken_over = self.lock.acquire()
+        if taken_over:
+            print(f"marinenav: {taken_over}", file=sys.stderr, flush=True)
+        try:
+            self._build()
+        except BaseException:
+            self.lock.release()
+            raise
+        weakref.finalize(self, self.lock.release)
+
+    def _build(self) -> None:
+        """Everything the run needs; refuses (nothing written) a directory holding another
+        run's checkpoint, or a resume whose config does not fit its checkpoint."""
+        cfg = self.cfg
+        resume_from, changes = self._checkpoint_to_resume()  # fails before any write
         self.device = resolve_device(cfg.device)
         if cfg.threads > 0:  # small networks: more threads hand off more than they compute
             torch.set_num_threads(cfg.threads)
@@ -213,6 +237,10 @@ class Trainer:
         # (a run killed after an evaluation but before the next checkpoint repeats it)
         with open(self.run_dir / "evaluations.jsonl", "w") as f:
             f.writelines(json.dumps(metrics) + "\n" for metrics in self.evaluations)
+        if cfg.logger.backend == "csv":  # and the CSV logs the same: nothing after the state
+            truncate_csv_logs(self.run_dir / "logs", self.timesteps, self.evaluations)
+        if resume_from is not None:
+            print(record_resume(self.run_dir, self.timesteps, resume_from, changes), flush=True)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -234,11 +262,16 @@ class Trainer:
         :class:`TrainingInterrupted`."""
         from tqdm.contrib.logging import logging_redirect_tqdm
 
-        started = self._session_started = time.perf_counter()
-        # torchrl's INFO lines (storage allocation) print above the bar instead of through it
-        with StopSignals() as stop, logging_redirect_tqdm([logging.getLogger("torchrl")]):
-            final = self._train(stop)
-        print(self.summary(time.perf_counter() - started), flush=True)
+        if not self.lock.held:  # trained before: own the directory again
+            self.lock.acquire()
+        try:
+            started = self._session_started = time.perf_counter()
+            # torchrl's INFO lines (storage allocation) print above the bar instead of through it
+            with StopSignals() as stop, logging_redirect_tqdm([logging.getLogger("torchrl")]):
+                final = self._train(stop)
+            print(self.summary(time.perf_counter() - started), flush=True)
+        finally:
+            self.lock.release()
         return final
 
     @property
@@ -459,16 +492,28 @@ class Trainer:
         return write_checkpoint(state, directory / CHECKPOINT_NAME)
 
     # ------------------------------------------------------------------ checkpoints
-    def _checkpoint_to_resume(self) -> Path | None:
+    def _checkpoint_to_resume(self) -> tuple[Path | None, dict]:
+        """The checkpoint to resume from and the config changes a resume records (``None``
+        and ``{}`` for a fresh run). Reads only the checkpoint's config and flags: refuses a
+        fresh run over an earlier run's checkpoint (unless ``overwrite``), a missing or
+        unreadable checkpoint, a policy snapshot, and a config that does not fit."""
         resume = self.cfg.resume
         if resume is None or resume is False:
-            return None
+            check_fresh_start(self.run_dir, bool(self.cfg.get("overwrite", False)))
+            return None, {}
         path = self.run_dir if resume is True or str(resume).lower() == "true" else Path(resume)
         if path.is_dir():
             path = path / CHECKPOINT_NAME
         if not path.is_file():
             raise FileNotFoundError(f"resume: no checkpoint at {path}")
-        return path
+        saved = peek_checkpoint(path)
+        if saved["snapshot"]:
+            raise ValueError(
+                f"{path} is a policy snapshot ({BEST_DIR}/ or {EVALUATED_DIR}/: no replay or "
+                "simulator state); resume from the run directory's own checkpoint.pt"
+            )
+        current = OmegaConf.to_container(self.cfg, resolve=True)
+        return path, check_resumable(path, saved["config"], current)
 
     def _diverged(self, what: str) -> None:
         path = self.run_dir / CHECKPOINT_NAME
