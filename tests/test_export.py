@@ -347,3 +347,27 @@ def test_export_takes_the_planners_tuple_at_any_batch(name: str, tmp_path: Path)
                 torch.testing.assert_close(a, b[i : i + 1], rtol=1e-12, atol=1e-12)
         with pytest.raises(RuntimeError, match=r"Tensor, Tensor, Tensor\) x"):
             module(*batch, *extra)
+
+
+def test_command_line_refuses_an_out_that_is_a_file_or_under_one(tmp_path: Path, capsys) -> None:
+    """Issue 20: ``--out`` naming a file, or a path under a file, is refused in one line naming
+    ``--out`` (exit 2, no traceback) before anything is loaded or written; the file is kept."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.pt").write_bytes(b"not read: the refusal comes first")
+    target = tmp_path / "taken.txt"
+    target.write_text("keep me")
+    for out, expected in (
+        (target, f"error: --out {target} is a file, not a directory"),
+        (target / "sub" / "dir",
+         f"error: --out {target / 'sub' / 'dir'} is under {target}, which is a file, not a "
+         "directory"),
+    ):  # fmt: skip
+        with pytest.raises(SystemExit) as exit_info:
+            main([str(run), "--out", str(out)])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.splitlines()[-1] == f"python -m marinenav.export: {expected}"
+        assert "Traceback" not in err
+    assert target.read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "taken.txt"]
