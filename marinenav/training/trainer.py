@@ -56,7 +56,12 @@ from marinenav.training.checkpoint import (
     load_checkpoint,
     write_checkpoint,
 )
-from marinenav.training.config import evaluation_layout, schedule_of, validate
+from marinenav.training.config import (
+    evaluation_layout,
+    schedule_of,
+    validate,
+    with_intervals,
+)
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar
@@ -152,6 +157,9 @@ class Trainer:
 
     def __init__(self, cfg: DictConfig, run_dir: str | Path) -> None:
         validate(cfg)
+        # null evaluation / checkpoint intervals become a tenth of the budget (auto_interval),
+        # recorded as such in the checkpoint's and the logger's config
+        cfg = with_intervals(cfg)
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -254,7 +262,9 @@ class Trainer:
         cfg = self.cfg
         total, E = cfg.training.total_timesteps, cfg.env.num_envs
         print(f"marinenav: training {cfg.agent.name} in {self.run_dir} "
-              f"from timestep {self.timesteps:,} to {total:,}", flush=True)  # fmt: skip
+              f"from timestep {self.timesteps:,} to {total:,}; evaluation every "
+              f"{cfg.evaluation.interval:,} from {cfg.evaluation.first:,}, checkpoint every "
+              f"{cfg.checkpoint.interval:,}", flush=True)  # fmt: skip
         bar = progress_bar(cfg.logger, total, self.timesteps)
         if bar is not None:
             bar.set_description("training")
