@@ -290,6 +290,15 @@ def test_multirun_sweep_gives_each_run_its_own_directory(tmp_path: Path) -> None
     runs = sorted(p.parent for p in (tmp_path / "sweep").glob("*/evaluations.jsonl"))
     assert len(runs) == 4
     assert all((run / "checkpoint.pt").is_file() for run in runs)
+    # issue 20: the sweep's table, one row per job in job order, from Hydra's own records
+    from marinenav.viz.runs import expand_run_dirs, run_row
+
+    rows = [run_row(run) for run in expand_run_dirs([tmp_path / "sweep"])]
+    assert [(row["agent"], row["seed"]) for row in rows] == [
+        ("dqn", "0"), ("dqn", "1"), ("iqn", "0"), ("iqn", "1")]  # fmt: skip
+    assert all(row["overrides"].startswith(f"agent={row['agent']} seed={row['seed']} ")
+               for row in rows)  # fmt: skip
+    assert all(row["timesteps"] == "160" and row["last"].endswith("(n=2)") for row in rows)
 
 
 @pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
