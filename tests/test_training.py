@@ -272,6 +272,26 @@ def _train_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+def test_train_log_holds_the_trainers_messages_and_torchrl_stays_quiet(tmp_path: Path) -> None:
+    """Issue 20: the run's train.log (Hydra's job logging) records the start line, every
+    evaluation and the summary; the terminal shows each message once, and no torchrl INFO line
+    ("Initialized LazyTensorStorage ...") on either stream."""
+    run = tmp_path / "run"
+    result = _train_py("agent=dqn", *TINY, f"hydra.run.dir={run}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    start = f"marinenav: training dqn in {run} from timestep 0 to 160; evaluation every 80 from 80"
+    assert result.stdout.count(start) == 1
+    assert "torchrl" not in result.stdout + result.stderr
+    assert "LazyTensorStorage" not in result.stdout + result.stderr
+    messages = [line.split("][INFO] - ", 1)[1] for line in
+                (run / "train.log").read_text().splitlines() if "][INFO] - " in line]  # fmt: skip
+    assert messages[0].startswith(start)
+    assert [m.split(" (")[0] for m in messages[1:3]] == [
+        "evaluation at timestep 80", "evaluation at timestep 160"]  # fmt: skip
+    assert messages[3].startswith("marinenav: finished dqn at timestep 160")
+    assert len(messages) == 4
+
+
 def test_unknown_agent_and_wrong_keys_fail_at_start_up(tmp_path: Path) -> None:
     unknown = _train_py("agent=ppo", cwd=tmp_path)
     assert unknown.returncode != 0 and "agent" in unknown.stderr and "ppo" in unknown.stderr
