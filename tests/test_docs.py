@@ -182,7 +182,7 @@ def help_programs() -> list[tuple[str, ...]]:
         action.choices for action in _parser()._actions if hasattr(action, "choices")
         and isinstance(action.choices, dict)
     )  # fmt: skip
-    programs = {program_of(c) for _, c in COMMANDS} - {None}
+    programs = {program_of(c) for _, c in COMMANDS if not PLACEHOLDER.search(c)} - {None}
     programs |= {(str(p.relative_to(ROOT)),) for p in (ROOT / "benchmarks").glob("*.py")}
     programs |= {("-m", "marinenav.evaluate"), ("-m", "marinenav.export")}
     programs |= {("-m", "marinenav.viz", name) for name in subcommands}
