@@ -1,4 +1,4 @@
-"""The learning check of ``reference/LEARNING.md``: train on the first curriculum stage (3 robots,
+"""The learning check of ``docs/learning.md``: train on the first curriculum stage (3 robots,
 no obstacles, start-goal distance >= 30 m) for 150,000 timesteps with the default
 hyperparameters, evaluate every 50,000 timesteps on 20 fixed episodes, and print the table.
 

@@ -339,11 +339,27 @@ def planner_action(
 # --- command line -------------------------------------------------------------------------------
 
 
+def out_dir_problem(out: Path) -> str | None:
+    """Why ``out`` cannot be the export's output directory, in one line naming ``--out``, or
+    None. The directory may be missing (it is created), but neither it nor any of its existing
+    ancestors may be a file: checked before anything is loaded or written, so that a mistyped
+    ``--out`` (a file name, say) is a refusal rather than a ``FileExistsError`` traceback."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out} is a file, not a directory"
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"--out {out} is under {parent}, which is a file, not a directory"
+            break
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m marinenav.export RUN_DIR [--out DIR] [--onnx]``: export the run's trained
     agent (its last checkpoint) and, when the run has one, its best evaluated agent (``best/``)
-    into ``DIR/best/``; prints the written paths. Exit code 2 for a missing run directory or
-    checkpoint."""
+    into ``DIR/best/``; prints the written paths. Exit code 2, with one line, for a missing run
+    directory or checkpoint, an ``--out`` that is a file or lies under one, or an output that
+    cannot be written."""
     parser = argparse.ArgumentParser(
         prog="python -m marinenav.export",
         description="Export a trained agent as TorchScript (and ONNX) for the C++ planner (C7).",
@@ -366,6 +382,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkpoint_path(args.run_dir)
     except FileNotFoundError:
         parser.error(f"no {CHECKPOINT_NAME} in {args.run_dir} (is it a training run directory?)")
+    if args.out is not None:
+        problem = out_dir_problem(args.out)
+        if problem:
+            parser.error(problem)
     if args.onnx:
         try:
             import onnx  # noqa: F401
@@ -382,9 +402,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             agent, _ = load_agent(source, device="cpu")
         except ValueError as error:  # a truncated or corrupt checkpoint: one line naming it
             parser.error(str(error))
-        paths = [export_torchscript(agent, target / planner_file_name(agent.name))]
-        if args.onnx:
-            paths.append(export_onnx(agent, target / f"{type(agent).model_type}_model.onnx"))
+        try:
+            paths = [export_torchscript(agent, target / planner_file_name(agent.name))]
+            if args.onnx:
+                paths.append(export_onnx(agent, target / f"{type(agent).model_type}_model.onnx"))
+        except OSError as error:  # e.g. no write permission: one line, not a traceback
+            parser.error(f"--out {out}: cannot write {error.filename or target}: "
+                         f"{error.strerror or error}")
         for path in paths:
             print(path)
     return 0

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,13 +31,32 @@ def test_doc_example_runs(code: str) -> None:
     exec(compile(code, "<doc example>", "exec"), {"__name__": "__doc_example__"})
 
 
-TRAIN_COMMANDS = [
-    line.split("#")[0].strip()
-    for page in PAGES
-    for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.DOTALL)
-    for line in block.splitlines()
-    if line.strip().startswith("python train.py")
-]
+# what runs before the program on a documented line: VAR=value assignments, nice -n N
+PREFIX = re.compile(r"^(?:[A-Z_]+=\S+\s+)*(?:nice -n \d+\s+)?")
+# a documented command with a placeholder the reader fills in is not run as written
+PLACEHOLDER = re.compile(r"<[^>]*>|\.\.\.|\bDATE\b|\bTIME\b")
+
+
+def doc_commands(page: Path) -> list[str]:
+    """Every ``python ...`` command of a page, whitespace collapsed: the lines of its bash
+    blocks (``\\`` continuations joined, comments dropped) and its inline code spans (which may
+    wrap across lines), with any ``VAR=value`` / ``nice -n N`` prefix removed."""
+    text = page.read_text()
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+        for line in block.replace("\\\n", " ").splitlines():
+            commands.append(line.split(" #")[0])
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    commands += re.findall(r"`([^`]+)`", prose)
+    normal = (PREFIX.sub("", " ".join(c.split())) for c in commands)
+    return [c for c in normal if c.startswith("python ")]
+
+
+COMMANDS = sorted({(page.name, c) for page in PAGES for c in doc_commands(page)})
+TRAIN_COMMANDS = sorted({
+    c for _, c in COMMANDS if c.startswith("python train.py") and not PLACEHOLDER.search(c)
+    and "--help" not in c and "--cfg" not in c
+})  # fmt: skip
 
 
 def test_the_readme_shows_training_commands() -> None:
@@ -44,16 +68,24 @@ def test_documented_train_commands_compose_and_validate(command: str) -> None:
     """Every ``python train.py ...`` line of the docs is a valid configuration (the first value
     of a sweep is composed); Hydra's own keys (``hydra/...``) are left to Hydra. A line that
     asks for CUDA graphs on a machine without CUDA must stop with the documented error."""
+    check_train_command(command)
+
+
+def check_train_command(command: str) -> None:
+    """Compose and validate the config of ``python train.py ARGS`` (see the test above)."""
     import torch
     from hydra import compose, initialize_config_dir
 
     from marinenav.training.config import ConfigError, register_configs, validate
 
+    def first_value(arg: str) -> str:  # a sweep a,b,c composes as a; a list [a,b] stays
+        value = arg.split("=", 1)[1] if "=" in arg else ""
+        return arg.split(",")[0] if "," in value and not value.startswith("[") else arg
+
     overrides = [
-        arg.split(",")[0] if "=" in arg and "," in arg.split("=", 1)[1] else arg
-        for arg in command.split()[2:]
+        first_value(arg) for arg in shlex.split(command)[2:]
         if arg != "-m" and not arg.startswith(("hydra", "\\"))
-    ]
+    ]  # fmt: skip
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
@@ -62,3 +94,175 @@ def test_documented_train_commands_compose_and_validate(command: str) -> None:
                 validate(cfg)
         else:
             validate(cfg)
+
+
+def run_python(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python ARGS`` in the repository root, one torch thread, output captured."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+def help_sections(text: str) -> dict[str, list[str]]:
+    """The ``== Title ==`` sections of a help page: title -> its non-empty lines, stripped."""
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        title = re.fullmatch(r"== (.+) ==", line.strip())
+        if title:
+            current = sections.setdefault(title.group(1), [])
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    return sections
+
+
+def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
+    """Issue 20: ``python train.py --help`` is a help page (conf/hydra/help/marinenav.yaml), not
+    the raw config: every agent, recipe, curriculum and logger is listed, the internal
+    ``schema/*`` groups are not, every main key exists in the composed config, and its three
+    examples compose and validate."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from marinenav.agents import AGENT_NAMES
+    from marinenav.training.config import register_configs
+
+    result = run_python("train.py", "--help")
+    assert result.returncode == 0, result.stderr
+    page = result.stdout
+    assert "schema" not in page and "_target_" not in page
+    sections = help_sections(page)
+    assert list(sections) == ["Agents (agent=NAME)", "Recipes (recipe=NAME)", "Other groups",
+                              "Main keys", "Examples", "After a run"]  # fmt: skip
+    listed = [line.split()[0] for line in sections["Agents (agent=NAME)"]]
+    assert sorted(listed) == sorted(AGENT_NAMES)
+    recipes = [line.split()[0] for line in sections["Recipes (recipe=NAME)"]]
+    assert sorted(recipes) == sorted(p.stem for p in (ROOT / "conf" / "recipe").glob("*.yaml"))
+    groups = {line.split()[0].split("=")[0]: line.split()[0].split("=")[1].split("|")
+              for line in sections["Other groups"] if "|" in line}  # fmt: skip
+    for group in ("curriculum", "logger"):
+        assert sorted(groups[group]) == sorted(
+            p.stem for p in (ROOT / "conf" / group).glob("*.yaml")
+        )
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config")
+    keys = [line.split()[0].split("=")[0] for line in sections["Main keys"]]
+    assert len(keys) >= 10
+    for key in keys:
+        if key.startswith("hydra.") or key.endswith(","):
+            continue
+        assert OmegaConf.select(cfg, key, default="missing") != "missing", key
+    examples = sections["Examples"]
+    assert len(examples) == 3 and all(e.startswith("python train.py ") for e in examples)
+    for example in examples:
+        check_train_command(example)
+
+
+def program_of(command: str) -> tuple[str, ...] | None:
+    """The program a documented command runs, as ``("-m", module[, viz subcommand])`` or
+    ``(script,)``; None for ``train.py`` (tested above) and anything else."""
+    args = command.split()
+    if len(args) > 2 and args[1] == "-m" and args[2].startswith("marinenav"):
+        sub = args[3:4] if args[2] == "marinenav.viz" and len(args) > 3 else []
+        return ("-m", args[2], *(s for s in sub if not s.startswith("-")))
+    if len(args) > 1 and args[1].endswith(".py") and args[1] != "train.py":
+        return (args[1],)
+    return None
+
+
+def help_programs() -> list[tuple[str, ...]]:
+    """Every program the docs run, every benchmark script and every ``marinenav`` command line
+    (the ``viz`` subcommands each)."""
+    from marinenav.viz.__main__ import _parser
+
+    subcommands = next(
+        action.choices for action in _parser()._actions if hasattr(action, "choices")
+        and isinstance(action.choices, dict)
+    )  # fmt: skip
+    programs = {program_of(c) for _, c in COMMANDS if not PLACEHOLDER.search(c)} - {None}
+    programs |= {(str(p.relative_to(ROOT)),) for p in (ROOT / "benchmarks").glob("*.py")}
+    programs |= {("-m", "marinenav.evaluate"), ("-m", "marinenav.export")}
+    programs |= {("-m", "marinenav.viz", name) for name in subcommands}
+    return sorted(programs)
+
+
+# runs each program's --help in one interpreter (torch imported once): {program: [exit, out]}
+HELP_DRIVER = """
+import contextlib, io, json, runpy, sys
+results = {}
+for program in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    code = "ran without exiting"
+    sys.argv = [program[-1] if program[0] != "-m" else program[1], *program[2:], "--help"]
+    try:
+        with contextlib.redirect_stdout(out):
+            if program[0] == "-m":
+                runpy.run_module(program[1], run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(program[0], run_name="__main__")
+    except SystemExit as stop:
+        code = stop.code or 0
+    except Exception as error:
+        code = repr(error)
+    results[" ".join(program)] = [code, out.getvalue()]
+print(json.dumps(results))
+"""
+
+
+def test_every_documented_program_answers_help_without_running() -> None:
+    """Issue 20: every program the README and docs run (and every benchmark script) exists and
+    answers ``--help`` with its usage and exit status 0, instead of running (a benchmark that
+    ran would blow the time limit)."""
+    programs = help_programs()
+    assert ("benchmarks/rainbow_support.py",) in programs
+    assert ("-m", "marinenav.viz", "runs") in programs
+    result = run_python("-c", HELP_DRIVER, json.dumps(programs), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    answers = json.loads(result.stdout.splitlines()[-1])
+    for program, (code, out) in answers.items():
+        assert code == 0 and out.startswith("usage:"), f"{program} --help: {code} {out[:200]}"
+
+
+# paths the docs name that are not in the repository, by their first part: the run-directory
+# layout (a run's files, the user's run and sweep directories), the set-up's .venv, Hydra's own
+# config groups (hydra/launcher=...) and the original's GitHub repository
+NOT_IN_REPO = {"runs", "outputs", "multirun", ".hydra", "best", "evaluated", "logs", ".venv",
+               "hydra", "RobustFieldAutonomyLab"}  # fmt: skip
+REPO_PATH = re.compile(r"(?<![\w/.$:<>-])((?:[\w.<>-]+/)+[\w.<>-]*)")
+
+
+def named_paths(page: Path) -> list[str]:
+    """The relative paths a page names in its code (bash blocks, inline code) and links."""
+    text = re.sub(r"https?://\S+", "", page.read_text())
+    code = re.findall(r"```bash\n(.*?)```", text, re.DOTALL)
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    code += re.findall(r"`([^`]+)`", prose)
+    found = [m for snippet in code for m in REPO_PATH.findall(snippet)]
+    found += [link.split("#")[0] for link in re.findall(r"\]\(([^)\s]+)\)", prose)]
+    return [p.rstrip("/.") for p in found if p and not p.startswith("#")]
+
+
+def test_every_path_the_docs_name_exists() -> None:
+    """Issue 20: a path in the README's or docs' code or links names a file or folder of the
+    repository (from its root, the page's folder or the package), apart from the run-directory
+    layout and placeholders (``RUN_DIR``, ``<name>``, ``*``); e.g. no ``reference/LEARNING.md``
+    and no planner file outside tests/data/pretrained/."""
+    missing = []
+    for page in PAGES:
+        for path in named_paths(page):
+            first = path.split("/")[0]
+            if (first in NOT_IN_REPO or first.isupper() or first.isdigit()
+                    or re.search(r"[<>*{}]|\.\.\.", path)):  # fmt: skip
+                continue
+            # a module attribute (tests/learning_utils.train_briefly) names its .py file
+            module = path.rsplit(".", 1)[0] + ".py"
+            bases = (ROOT, page.parent, ROOT / "marinenav")
+            if not any((b / path).exists() or (b / module).exists() for b in bases):
+                missing.append(f"{page.name}: {path}")
+    assert not missing, missing
+    planners = [c for _, c in COMMANDS if "--planner" in c]
+    assert planners and all("--planner tests/data/pretrained/" in c or PLACEHOLDER.search(c)
+                            or "FILE" in c for c in planners), planners  # fmt: skip

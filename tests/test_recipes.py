@@ -13,7 +13,7 @@ from omegaconf import open_dict
 from marinenav.agents import agent_class
 from marinenav.export import main as export_main
 from marinenav.training.checkpoint import load_agent, load_checkpoint
-from marinenav.training.config import register_configs
+from marinenav.training.config import register_configs, run_intervals
 from marinenav.training.trainer import Trainer
 from tests.test_training import ROOT, tiny_config
 
@@ -47,6 +47,7 @@ def test_paper_recipe_is_the_originals_settings(agent: str) -> None:
     assert list(c.num_obstacles) == [0, 0, 0, 2, 3, 4]
     assert list(c.min_start_goal_dis) == [30, 35, 40, 40, 40, 40]
     assert (cfg.evaluation.interval, cfg.evaluation.first) == (60_000, 2000)
+    assert cfg.checkpoint.interval == 60_000
     a = cfg.agent
     assert (a.lr, a.gamma, a.grad_clip_norm, a.normalize_observations) == (1e-4, 0.99, 0.5, False)
     assert a.get("n_step", 1) == 1 or agent == "rainbow"  # Rainbow's n-step is its own (3)
@@ -207,3 +208,56 @@ def test_a_tensor_learning_rate_is_decayed_in_place() -> None:
     before = [p.detach().clone() for p in agent.actor.parameters()]
     agent.update(training_batch(8, "continuous"))
     assert any(not torch.equal(a, p) for a, p in zip(before, agent.actor.parameters(), strict=True))
+
+
+PAPER_INTERVALS = {"evaluation.interval": 60_000, "evaluation.first": 2000,
+                   "checkpoint.interval": 60_000}  # fmt: skip
+
+
+def intervals(value: int, first: int | None = None) -> dict[str, int]:
+    return {"evaluation.interval": value, "evaluation.first": value if first is None else first,
+            "checkpoint.interval": value}  # fmt: skip
+
+
+def test_unset_intervals_are_a_tenth_of_the_budget_and_a_set_one_wins() -> None:
+    """Issue 20: the fast recipe leaves the evaluation and checkpoint intervals null, so they
+    are a tenth of the budget rounded up to whole batched steps (80,000 for its own 800k, 5,008
+    for the README's five-minute 50,000 of 16 environments); a value on the command line wins;
+    recipe=paper keeps the original's 60,000 / 2,000 / 60,000 whatever the budget."""
+    assert run_intervals(compose_config()) == intervals(80_000)
+    short = ("curriculum=stage0", "training.total_timesteps=50000")
+    assert run_intervals(compose_config(*short)) == intervals(5008)
+    assert run_intervals(compose_config(*short, "env.num_envs=1")) == intervals(5000)
+    set_one = compose_config(*short, "evaluation.interval=20000", "checkpoint.interval=1600")
+    assert run_intervals(set_one) == {"evaluation.interval": 20_000,
+                                      "evaluation.first": 20_000,  # follows the interval
+                                      "checkpoint.interval": 1600}  # fmt: skip
+    assert run_intervals(compose_config(*short, "evaluation.first=16"))["evaluation.first"] == 16
+    for budget in ("6000000", "50000"):
+        paper = compose_config("recipe=paper", f"training.total_timesteps={budget}")
+        assert run_intervals(paper) == PAPER_INTERVALS
+
+
+def test_a_run_with_unset_intervals_evaluates_and_checkpoints_ten_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """160 timesteps of 2 environments with null intervals: evaluations and checkpoints every 16
+    timesteps (10 of each), and the checkpoint records the intervals the run used."""
+    cfg = tiny_config("agent=dqn", "evaluation.interval=null", "evaluation.first=null",
+                      "checkpoint.interval=null")  # fmt: skip
+    saved = []
+    original = Trainer.save_checkpoint
+
+    def counting(self):
+        saved.append(self.timesteps)
+        return original(self)
+
+    monkeypatch.setattr(Trainer, "save_checkpoint", counting)
+    trainer = Trainer(cfg, tmp_path / "run")
+    trainer.train()
+    assert [e["timestep"] for e in trainer.evaluations] == list(range(16, 161, 16))
+    assert sorted(set(saved)) == list(range(16, 161, 16))  # the end's may be written twice
+    recorded = load_checkpoint(tmp_path / "run")["config"]
+    assert (recorded["evaluation"]["interval"], recorded["evaluation"]["first"],
+            recorded["checkpoint"]["interval"]) == (16, 16, 16)  # fmt: skip
+    assert cfg.evaluation.interval is None  # the caller's config is left as it was

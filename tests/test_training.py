@@ -272,6 +272,26 @@ def _train_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+def test_train_log_holds_the_trainers_messages_and_torchrl_stays_quiet(tmp_path: Path) -> None:
+    """Issue 20: the run's train.log (Hydra's job logging) records the start line, every
+    evaluation and the summary; the terminal shows each message once, and no torchrl INFO line
+    ("Initialized LazyTensorStorage ...") on either stream."""
+    run = tmp_path / "run"
+    result = _train_py("agent=dqn", *TINY, f"hydra.run.dir={run}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    start = f"marinenav: training dqn in {run} from timestep 0 to 160; evaluation every 80 from 80"
+    assert result.stdout.count(start) == 1
+    assert "torchrl" not in result.stdout + result.stderr
+    assert "LazyTensorStorage" not in result.stdout + result.stderr
+    messages = [line.split("][INFO] - ", 1)[1] for line in
+                (run / "train.log").read_text().splitlines() if "][INFO] - " in line]  # fmt: skip
+    assert messages[0].startswith(start)
+    assert [m.split(" (")[0] for m in messages[1:3]] == [
+        "evaluation at timestep 80", "evaluation at timestep 160"]  # fmt: skip
+    assert messages[3].startswith("marinenav: finished dqn at timestep 160")
+    assert len(messages) == 4
+
+
 def test_unknown_agent_and_wrong_keys_fail_at_start_up(tmp_path: Path) -> None:
     unknown = _train_py("agent=ppo", cwd=tmp_path)
     assert unknown.returncode != 0 and "agent" in unknown.stderr and "ppo" in unknown.stderr
@@ -290,6 +310,15 @@ def test_multirun_sweep_gives_each_run_its_own_directory(tmp_path: Path) -> None
     runs = sorted(p.parent for p in (tmp_path / "sweep").glob("*/evaluations.jsonl"))
     assert len(runs) == 4
     assert all((run / "checkpoint.pt").is_file() for run in runs)
+    # issue 20: the sweep's table, one row per job in job order, from Hydra's own records
+    from marinenav.viz.runs import expand_run_dirs, run_row
+
+    rows = [run_row(run) for run in expand_run_dirs([tmp_path / "sweep"])]
+    assert [(row["agent"], row["seed"]) for row in rows] == [
+        ("dqn", "0"), ("dqn", "1"), ("iqn", "0"), ("iqn", "1")]  # fmt: skip
+    assert all(row["overrides"].startswith(f"agent={row['agent']} seed={row['seed']} ")
+               for row in rows)  # fmt: skip
+    assert all(row["timesteps"] == "160" and row["last"].endswith("(n=2)") for row in rows)
 
 
 @pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])

@@ -226,3 +226,33 @@ def test_one_evaluation_draws_markers_and_says_no_success(tmp_path: Path) -> Non
     line = axes[0].get_lines()[0]
     assert line.get_marker() == "o" and list(line.get_xdata()) == [1000]
     assert [t.get_text() for t in axes[2].texts] == ["no successful episode"]
+    assert len(axes[2].get_yticks()) == 0  # no meaningless scale without a travel time
+
+
+def test_per_stage_curves_draw_only_the_stages_a_run_had(tmp_path: Path) -> None:
+    """Issue 20: a one-stage run (curriculum=stage0 records stage 0 only) draws one stage panel,
+    not six with five empty; records without stage rates draw one panel saying so."""
+    from marinenav.viz.curves import aggregate, draw_stage_curves, load_runs
+
+    run = tmp_path / "stage0"
+    write_run(run, "dqn", [])
+    records = [{"timestep": t, "eval/return": 1.0, "eval/success_rate": rate,
+                "eval/success_rate_stage0": rate}
+               for t, rate in ((80, 0.0), (160, 0.5))]  # fmt: skip
+    (run / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    axes = draw_stage_curves(fig, aggregate(load_runs([run])))
+    assert [ax.get_title() for ax in axes] == ["Stage 0 success"]
+    np.testing.assert_allclose(axes[0].get_lines()[0].get_ydata(), [0.0, 0.5])
+    out = tmp_path / "stages.png"
+    plot_learning_curves([run], out, per_stage=True)
+    with Image.open(out) as image:
+        assert image.size == (600, 350)  # one panel: a narrower figure
+
+    bare = write_run(tmp_path / "bare", "dqn", [(80, 1.0, 0.0, None)])
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    axes = draw_stage_curves(fig, aggregate(load_runs([bare])))
+    assert [t.get_text() for t in axes[0].texts] == [
+        "no per-stage success rates in these evaluations"]  # fmt: skip

@@ -13,7 +13,9 @@ one update every 4 steps. A timestep adds one transition per active robot.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -69,10 +71,16 @@ class TrainingConf:
     replay_capacity: int = 1_000_000  # robot transitions kept in the replay
 
 
+# Evaluations and checkpoints per run when their intervals are null (see auto_interval)
+AUTO_INTERVALS_PER_RUN = 10
+
+
 @dataclass
 class EvaluationConf:
-    interval: int = 60_000  # timesteps between evaluations
-    first: int = 2_000  # timestep of the first evaluation (the original: at learning start)
+    # timesteps between evaluations (null: a tenth of the budget, auto_interval)
+    interval: Optional[int] = 60_000  # noqa: UP045 (OmegaConf needs Optional)
+    # timestep of the first evaluation (the original: at learning start; null: the interval)
+    first: Optional[int] = 2_000  # noqa: UP045
     seed: int = 253  # seed of the fixed evaluation set (the original's eval env seed)
     max_steps: int = 1001  # step cap of an evaluation episode
     # a named set (training.evaluation.EVALUATION_SETS: paper = 10 per stage, seed 253; large =
@@ -90,7 +98,8 @@ class LoggerConf:
 
 @dataclass
 class CheckpointConf:
-    interval: int = 60_000  # timesteps between checkpoints (also written at the end)
+    # timesteps between checkpoints, also written at the end (null: a tenth of the budget)
+    interval: Optional[int] = 60_000  # noqa: UP045 (OmegaConf needs Optional)
     save_replay: bool = True  # include the replay buffer (exact resume, larger files)
     # also keep the agent of every evaluation in evaluated/<timestep>/ (policy snapshots: no
     # replay, not resumable; for evaluating the last checkpoints on another set). The agent of
@@ -283,6 +292,45 @@ def check_budget(cfg) -> None:
         )
 
 
+def auto_interval(cfg) -> int:
+    """The interval a null ``evaluation.interval`` or ``checkpoint.interval`` takes: a tenth
+    (:data:`AUTO_INTERVALS_PER_RUN`) of ``training.total_timesteps``, rounded up to whole batched
+    steps of ``env.num_envs`` timesteps (the trainer only stops at those). Rounding up keeps
+    the count at most 10 (the end of the run adds its own evaluation and checkpoint): 80,000 for
+    the fast recipe's 800,000 timesteps of 16 environments, 5,008 for 50,000. So a short run
+    still has a learning curve and checkpoints to resume from, whatever its budget."""
+    total, num_envs = cfg.training.total_timesteps, cfg.env.num_envs
+    return num_envs * math.ceil(total / (AUTO_INTERVALS_PER_RUN * num_envs))
+
+
+def run_intervals(cfg) -> dict[str, int]:
+    """The evaluation and checkpoint schedule a run uses: ``evaluation.interval``,
+    ``evaluation.first`` and ``checkpoint.interval`` as set, a null interval replaced by
+    :func:`auto_interval` and a null ``evaluation.first`` by the evaluation interval. A value
+    the user (or the recipe) sets always wins; ``recipe=paper`` sets all three."""
+    auto = auto_interval(cfg)
+    evaluation = cfg.evaluation.interval if cfg.evaluation.interval is not None else auto
+    first = cfg.evaluation.first if cfg.evaluation.first is not None else evaluation
+    checkpoint = cfg.checkpoint.interval if cfg.checkpoint.interval is not None else auto
+    return {
+        "evaluation.interval": int(evaluation),
+        "evaluation.first": int(first),
+        "checkpoint.interval": int(checkpoint),
+    }
+
+
+def with_intervals(cfg):
+    """A copy of ``cfg`` whose null intervals are filled in (:func:`run_intervals`), so that the
+    trainer, its checkpoints and its logger record the schedule the run used; ``cfg`` itself is
+    not changed."""
+    filled = copy.deepcopy(cfg)
+    values = run_intervals(cfg)
+    filled.evaluation.interval = values["evaluation.interval"]
+    filled.evaluation.first = values["evaluation.first"]
+    filled.checkpoint.interval = values["checkpoint.interval"]
+    return filled
+
+
 def check_agent_options(cfg) -> None:
     """The agent's hyperparameters pass its config class's range checks (built here, as the
     trainer will build it, so that ``agent.gamma=1.5`` fails before the run starts); raises
@@ -322,12 +370,15 @@ def _validate(cfg) -> None:
         "env.max_episode_steps": cfg.env.max_episode_steps,
         "training.total_timesteps": cfg.training.total_timesteps,
         "training.target_update_interval": cfg.training.target_update_interval,
-        "evaluation.interval": cfg.evaluation.interval,
         "evaluation.max_steps": cfg.evaluation.max_steps,
         "logger.interval": cfg.logger.interval,
-        "checkpoint.interval": cfg.checkpoint.interval,
         "curriculum.eval_episodes_per_stage": cfg.curriculum.eval_episodes_per_stage,
     }
+    intervals = {
+        "evaluation.interval": cfg.evaluation.interval,
+        "checkpoint.interval": cfg.checkpoint.interval,
+    }
+    positive.update({k: v for k, v in intervals.items() if v is not None})  # null: auto_interval
     if replay:
         positive["training.batch_size"] = cfg.training.batch_size
         positive["training.replay_capacity"] = cfg.training.replay_capacity
@@ -338,9 +389,10 @@ def _validate(cfg) -> None:
     non_negative = {
         "env.obstacle_slots": cfg.env.obstacle_slots,
         "env.core_slots": cfg.env.core_slots,
-        "evaluation.first": cfg.evaluation.first,
         "threads": cfg.threads,
     }
+    if cfg.evaluation.first is not None:  # null: the evaluation interval
+        non_negative["evaluation.first"] = cfg.evaluation.first
     if replay:
         non_negative["training.learning_starts"] = cfg.training.learning_starts
         non_negative["training.updates_per_timestep"] = cfg.training.updates_per_timestep

@@ -58,7 +58,12 @@ from marinenav.training.checkpoint import (
     peek_checkpoint,
     write_checkpoint,
 )
-from marinenav.training.config import evaluation_layout, schedule_of, validate
+from marinenav.training.config import (
+    evaluation_layout,
+    schedule_of,
+    validate,
+    with_intervals,
+)
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar, truncate_csv_logs
@@ -70,6 +75,32 @@ from marinenav.training.rundir import (
 )
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
+# The trainer's record of a run: what it says to the user, and each evaluation. Under train.py,
+# Hydra's job logging (conf/hydra/job_logging/marinenav.yaml) sends it to the run's train.log.
+LOG = logging.getLogger(__name__)
+
+
+def say(message: str, error: bool = False) -> None:
+    """Tell the user ``message``: printed (stdout, or stderr for a stop), so a Trainer used
+    from any script speaks, and written to :data:`LOG` (train.log under train.py, whose logging
+    config keeps this logger off the terminal: each line shows once)."""
+    print(message, file=sys.stderr if error else sys.stdout, flush=True)
+    LOG.log(logging.WARNING if error else logging.INFO, message)
+
+
+def headline(metrics: dict[str, Any]) -> str:
+    """An evaluation's overall metrics in one line (``return 0.02, success_rate 0.5, ...``;
+    per-stage rates and absent values left out)."""
+    return ", ".join(
+        f"{name[5:]} {value:.3g}" for name, value in metrics.items()
+        if name.startswith("eval/") and "stage" not in name and value is not None
+    )  # fmt: skip
+
+
+def quiet_torchrl() -> None:
+    """torchrl announces routine steps at INFO in colour on every run ("Initialized
+    LazyTensorStorage ..."); keep its warnings and errors only."""
+    logging.getLogger("torchrl").setLevel(logging.WARNING)
 
 
 class TrainingInterrupted(Exception):
@@ -160,6 +191,10 @@ class Trainer:
 
     def __init__(self, cfg: DictConfig, run_dir: str | Path) -> None:
         validate(cfg)
+        quiet_torchrl()
+        # null evaluation / checkpoint intervals become a tenth of the budget (auto_interval),
+        # recorded as such in the checkpoint's and the logger's config
+        cfg = with_intervals(cfg)
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -167,7 +202,7 @@ class Trainer:
         self.lock = RunDirectoryLock(self.run_dir)
         taken_over = self.lock.acquire()
         if taken_over:
-            print(f"marinenav: {taken_over}", file=sys.stderr, flush=True)
+            say(f"marinenav: {taken_over}", error=True)
         try:
             self._build()
         except BaseException:
@@ -240,7 +275,7 @@ class Trainer:
         if cfg.logger.backend == "csv":  # and the CSV logs the same: nothing after the state
             truncate_csv_logs(self.run_dir / "logs", self.timesteps, self.evaluations)
         if resume_from is not None:
-            print(record_resume(self.run_dir, self.timesteps, resume_from, changes), flush=True)
+            say(record_resume(self.run_dir, self.timesteps, resume_from, changes))
 
     @property
     def dtype(self) -> torch.dtype:
@@ -269,7 +304,7 @@ class Trainer:
             # torchrl's INFO lines (storage allocation) print above the bar instead of through it
             with StopSignals() as stop, logging_redirect_tqdm([logging.getLogger("torchrl")]):
                 final = self._train(stop)
-            print(self.summary(time.perf_counter() - started), flush=True)
+            say(self.summary(time.perf_counter() - started))
         finally:
             self.lock.release()
         return final
@@ -286,8 +321,10 @@ class Trainer:
     def _train(self, stop: StopSignals) -> dict[str, Any]:
         cfg = self.cfg
         total, E = cfg.training.total_timesteps, cfg.env.num_envs
-        print(f"marinenav: training {cfg.agent.name} in {self.run_dir} "
-              f"from timestep {self.timesteps:,} to {total:,}", flush=True)  # fmt: skip
+        say(f"marinenav: training {cfg.agent.name} in {self.run_dir} "
+            f"from timestep {self.timesteps:,} to {total:,}; evaluation every "
+            f"{cfg.evaluation.interval:,} from {cfg.evaluation.first:,}, checkpoint every "
+            f"{cfg.checkpoint.interval:,}")  # fmt: skip
         bar = progress_bar(cfg.logger, total, self.timesteps)
         if bar is not None:
             bar.set_description("training")
@@ -325,10 +362,7 @@ class Trainer:
     def summary(self, seconds: float) -> str:
         """What a finished run prints: final evaluation, wall clock, files, next commands."""
         final, run = self.evaluations[-1], self.run_dir
-        metrics = ", ".join(
-            f"{name[5:]} {value:.3g}" for name, value in final.items()
-            if name.startswith("eval/") and "stage" not in name and value is not None
-        )  # fmt: skip
+        metrics = headline(final)
         wall = datetime.timedelta(seconds=round(seconds))
         return "\n".join([
             f"marinenav: finished {self.cfg.agent.name} at timestep {self.timesteps:,} "
@@ -348,7 +382,7 @@ class Trainer:
         message = (f"{name}: stopped at timestep {self.timesteps:,} of "
                    f"{self.cfg.training.total_timesteps:,}, checkpoint {path}; "
                    f"resume with: {self.resume_command}")  # fmt: skip
-        print(message, file=sys.stderr, flush=True)
+        say(message, error=True)
         if stop.requeue is not None and stop.signum != signal.SIGINT:
             stop.requeue(signal.SIGUSR2, None)
         raise TrainingInterrupted(stop.signum, message)
@@ -468,6 +502,8 @@ class Trainer:
                 self.logger.log_scalar(name, value, step=self.timesteps)
         with open(self.run_dir / "evaluations.jsonl", "a") as f:
             f.write(json.dumps(metrics) + "\n")
+        LOG.info("evaluation at timestep %s (%d episodes): %s", f"{self.timesteps:,}",
+                 len(metrics["episodes"]["success"]), headline(metrics))  # fmt: skip
         best = max((e["eval/success_rate"] for e in self.evaluations), default=-1.0)
         self.evaluations.append(metrics)
         if metrics["eval/success_rate"] >= best:  # ties: the later, longer-trained agent
@@ -519,10 +555,10 @@ class Trainer:
         path = self.run_dir / CHECKPOINT_NAME
         kept = (f"the last good checkpoint {path} is kept" if path.is_file()
                 else "no checkpoint was written")  # fmt: skip
-        raise TrainingDiverged(
-            f"training diverged by timestep {self.timesteps:,}: {what}; stopped, {kept} "
-            "(try a lower agent.lr or agent.grad_clip_norm)"
-        )
+        message = (f"training diverged by timestep {self.timesteps:,}: {what}; stopped, {kept} "
+                   "(try a lower agent.lr or agent.grad_clip_norm)")  # fmt: skip
+        LOG.error(message)  # train.py prints it as the run's last line
+        raise TrainingDiverged(message)
 
     def check_finite(self) -> None:
         """Raise :class:`TrainingDiverged` if a loss accumulated since the last log or a

@@ -10,6 +10,14 @@
     plots the learning curves of the runs, seeds of one label averaged (mean +- standard
     error), and prints each run's last success rate.
 
+``python -m marinenav.viz runs DIR [DIR ...]``
+    prints a table of the runs: agent, seed, overrides, timesteps, wall clock, last and best
+    validation success with Wilson 95% intervals (``marinenav.viz.runs``).
+
+Every command that takes several runs also takes a sweep directory (``multirun/DATE/TIME``:
+its run directories ``0``, ``1``, ... in order) and skips files among its arguments (the
+``multirun.yaml`` of ``SWEEP/*``).
+
 ``python -m marinenav.viz time-to-quality RUN_DIR [RUN_DIR ...] --level 0.8 --out quality.png``
     prints, per run, the wall-clock minutes until the validation success reached the level and
     until it stayed there, the last and best validation success and the last checkpoint's
@@ -56,7 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     episode.add_argument("--device", default="cpu", help="torch device (default cpu)")
     curves = commands.add_parser("curves", help="plot learning curves of one or several runs")
-    curves.add_argument("run_dirs", type=Path, nargs="+", help="run directories (seeds, agents)")
+    curves.add_argument(
+        "run_dirs", type=Path, nargs="+", help="run directories (seeds, agents) or sweeps"
+    )
     curves.add_argument(
         "--out",
         type=Path,
@@ -70,18 +80,22 @@ def _parser() -> argparse.ArgumentParser:
         "--labels",
         nargs="+",
         default=None,
-        help="explicit group label per run directory (overrides --group-by)",
+        help="explicit group label per run (after sweeps are expanded; overrides --group-by)",
     )
     curves.add_argument(
         "--per-stage",
         action="store_true",
         help="one panel per curriculum stage: the success rate on that stage's episodes",
     )
+    runs = commands.add_parser(
+        "runs", help="tabulate runs or a whole sweep: agent, seed, overrides, last and best success"
+    )
+    runs.add_argument("run_dirs", type=Path, nargs="+", help="run or sweep directories")
     quality = commands.add_parser(
         "time-to-quality",
         help="minutes until the validation success reaches a level and stays; success vs clock",
     )
-    quality.add_argument("run_dirs", type=Path, nargs="+", help="run directories")
+    quality.add_argument("run_dirs", type=Path, nargs="+", help="run or sweep directories")
     quality.add_argument("--level", type=float, default=0.8, help="success level (default 0.8)")
     quality.add_argument(
         "--out", type=Path, default=Path("time_to_quality.png"), help="image file"
@@ -157,14 +171,21 @@ def _time_to_quality(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (argparse exits with 2 on errors)."""
+    from marinenav.viz.runs import expand_run_dirs, runs_table
+
     parser = _parser()
     args = parser.parse_args(argv)
-    run_dirs = [args.run_dir] if args.command == "episode" else args.run_dirs
-    for run_dir in run_dirs:
-        if not run_dir.is_dir():
-            parser.error(f"run directory {run_dir} does not exist")
     if args.command == "episode":
+        if not args.run_dir.is_dir():
+            parser.error(f"run directory {args.run_dir} does not exist")
         _episode(args, parser)
+        return 0
+    try:  # sweep directories become their runs; files (multirun.yaml) are skipped
+        args.run_dirs = expand_run_dirs(args.run_dirs)
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(str(error))
+    if args.command == "runs":
+        print(runs_table(args.run_dirs))
     elif args.command == "time-to-quality":
         _time_to_quality(args, parser)
     else:

@@ -192,8 +192,11 @@ def draw_learning_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) 
         ax.set_title(title)
         if metric == "travel_time" and all(np.isnan(c[f"{metric}_mean"]).all()
                                            for c in curves.values()):  # fmt: skip
+            # travel time is measured on successful episodes only: with none there is no
+            # value, so no y axis either (matplotlib would draw an arbitrary 0-1 scale)
             ax.text(0.5, 0.5, "no successful episode", transform=ax.transAxes, ha="center",
                     va="center", color="0.4")  # fmt: skip
+            ax.set_yticks([])
         ax.set_xlabel("timesteps")
         ax.grid(True, alpha=0.3)
         ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
@@ -202,11 +205,30 @@ def draw_learning_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) 
     return list(axes)
 
 
+def stages_with_data(curves: dict[str, dict[str, np.ndarray]]) -> list[int]:
+    """The curriculum stages some run evaluated (a stage rate that is not NaN): a one-stage run
+    (``curriculum=stage0``) has stage 0 only, the paper's curriculum all six."""
+    return [
+        stage for stage, metric in enumerate(STAGE_METRICS)
+        if any(np.isfinite(curve[f"{metric}_mean"]).any() for curve in curves.values())
+    ]  # fmt: skip
+
+
 def draw_stage_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) -> list[Axes]:
-    """One panel per curriculum stage: the success rate on that stage's evaluation episodes
-    (mean over runs, markers at the evaluations, mean +- standard error with several runs)."""
-    axes = fig.subplots(1, NUM_STAGES, sharey=True)
-    for stage, ax in enumerate(axes):
+    """One panel per curriculum stage the runs evaluated (:func:`stages_with_data`; no empty
+    panels for stages a run never had): the success rate on that stage's evaluation episodes
+    (mean over runs, markers at the evaluations, mean +- standard error with several runs).
+    Records without stage rates give one panel saying so."""
+    stages = stages_with_data(curves)
+    if not stages:
+        ax = fig.subplots(1, 1)
+        ax.text(0.5, 0.5, "no per-stage success rates in these evaluations",
+                transform=ax.transAxes, ha="center", va="center", color="0.4")  # fmt: skip
+        ax.set_xticks([])
+        ax.set_yticks([])
+        return [ax]
+    axes = np.atleast_1d(fig.subplots(1, len(stages), sharey=True))
+    for stage, ax in zip(stages, axes, strict=True):
         metric = STAGE_METRICS[stage]
         for i, (label, curve) in enumerate(curves.items()):
             colour = f"C{i % 10}"
@@ -241,7 +263,9 @@ def plot_learning_curves(
     ``per_stage`` the success rate of each curriculum stage. Returns the plotted
     :func:`aggregate`."""
     curves = aggregate(load_runs(run_dirs, labels, group_by))
-    size_inches = size_inches or ((18.0, 3.5) if per_stage else (15.0, 4.5))
+    if size_inches is None:  # per stage: 3 inches a panel (at least 6 for a lone panel)
+        panels = max(2, len(stages_with_data(curves)))
+        size_inches = (3.0 * panels, 3.5) if per_stage else (15.0, 4.5)
     fig = Figure(figsize=size_inches, dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
     (draw_stage_curves if per_stage else draw_learning_curves)(fig, curves)

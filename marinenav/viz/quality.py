@@ -21,6 +21,7 @@ the table (Markdown) and draws validation success against wall-clock minutes, on
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from marinenav.stats import wilson_interval
+from marinenav.stats import format_rate
 from marinenav.viz.curves import EVALUATIONS_NAME
 
 LARGE_NAME = "evaluation_large.json"  # the last checkpoint's large-set metrics, when present
@@ -80,10 +81,11 @@ def _episode_count(record: dict[str, Any]) -> tuple[int, int]:
     return int(sum(bool(s) for s in outcomes)), len(outcomes)
 
 
-def read_run(run_dir: str | Path) -> RunQuality:
+def read_run(run_dir: str | Path, require_wall_clock: bool = True) -> RunQuality:
     """The validation evaluations of a run (a timestep evaluated twice keeps its last line) and
     its large-set evaluation file when present. Raises ``ValueError`` for evaluations without
-    ``wall_clock_s`` (written before 2026-11-23)."""
+    ``wall_clock_s`` (written before 2026-11-23), unless ``require_wall_clock`` is False: their
+    minutes are then NaN (the run table of :mod:`marinenav.viz.runs` shows such runs too)."""
     run_dir = Path(run_dir)
     path = run_dir / EVALUATIONS_NAME
     if not path.is_file():
@@ -96,7 +98,7 @@ def read_run(run_dir: str | Path) -> RunQuality:
     if not records:
         raise ValueError(f"{path} holds no evaluation")
     ordered = [records[t] for t in sorted(records)]
-    if any(r.get("wall_clock_s") is None for r in ordered):
+    if require_wall_clock and any(r.get("wall_clock_s") is None for r in ordered):
         raise ValueError(f"{path}: evaluations without wall_clock_s cannot be timed")
     counts = [_episode_count(r) for r in ordered]
     large = None
@@ -105,16 +107,12 @@ def read_run(run_dir: str | Path) -> RunQuality:
     return RunQuality(
         run_dir=run_dir,
         timesteps=sorted(records),
-        minutes=[r["wall_clock_s"] / 60 for r in ordered],
+        minutes=[math.nan if r.get("wall_clock_s") is None else r["wall_clock_s"] / 60
+                 for r in ordered],  # fmt: skip
         successes=[s for s, _ in counts],
         episodes=[n for _, n in counts],
         large=large,
     )
-
-
-def _rate(successes: int, n: int) -> str:
-    low, high = wilson_interval(successes, n)
-    return f"{successes / n:.3f} [{low:.3f}, {high:.3f}] (n={n})"
 
 
 def _minutes(value: float | None) -> str:
@@ -130,12 +128,12 @@ def quality_table(runs: Sequence[RunQuality], level: float) -> str:
     ]
     for run in runs:
         best = max(range(len(run.rates)), key=lambda k: (run.rates[k], k))
-        large = _rate(*run.large) if run.large is not None else "not evaluated"
+        large = format_rate(*run.large) if run.large is not None else "not evaluated"
         rows.append(
             f"| {run.run_dir} | {run.timesteps[-1]:,} | {run.minutes[-1]:.1f} "
             f"| {_minutes(run.reached(level))} | {_minutes(run.held(level))} "
-            f"| {_rate(run.successes[-1], run.episodes[-1])} "
-            f"| {_rate(run.successes[best], run.episodes[best])} at {run.timesteps[best]:,} "
+            f"| {format_rate(run.successes[-1], run.episodes[-1])} "
+            f"| {format_rate(run.successes[best], run.episodes[best])} at {run.timesteps[best]:,} "
             f"| {large} |"
         )
     return "\n".join(rows)
