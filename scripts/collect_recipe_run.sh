@@ -10,7 +10,7 @@
 #   OUT_DIR/large/<timestep>.json        the large set (600 episodes) for the last LAST_K
 #                                        (default 4) evaluated agents in RUN_DIR/evaluated/
 #   OUT_DIR/large/best.json              the large set for the best validation checkpoint
-# and RUN_DIR/evaluation_large.json (the last one), which `viz time-to-quality` reads.
+# and evaluation_large.json (the last one), which `viz time-to-quality` reads, in both.
 set -euo pipefail
 run=${1:?RUN_DIR}; out=${2:?OUT_DIR}; last_k=${3:-4}
 python=${PYTHON:-python}
@@ -25,3 +25,4 @@ done
 "$python" -m marinenav.evaluate "$run/best" --set large --out "$out/large/best.json" > "$out/large/best.md"
 last=$(ls "$run/evaluated" | sort -n | tail -n 1)
 cp "$out/large/$last.json" "$run/evaluation_large.json"
+cp "$out/large/$last.json" "$out/evaluation_large.json"   # viz time-to-quality reads it

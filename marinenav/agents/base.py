@@ -78,11 +78,10 @@ from torchrl._utils import compile_with_warmup
 from torchrl.objectives import SoftUpdate
 from torchrl.objectives.utils import TargetNetUpdater
 
+from marinenav.keys import OBSERVATION_KEYS
 from marinenav.policy.networks import ACTION_DIM, QCritic
 from marinenav.policy.wrapper import PolicyWrapper
 from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
-
-OBSERVATION_KEYS = ("self_state", "objects", "objects_mask")
 
 
 @dataclass

@@ -64,6 +64,8 @@ from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
 from marinenav.agents.base import Agent, AgentConfig, PlannerCall, check_options, make_adam
+from marinenav.keys import GROUP
+from marinenav.keys import OBSERVATION_KEYS as OBSERVATION_FIELDS
 from marinenav.policy.networks import (
     ACTION_DIM,
     FEATURES,
@@ -75,12 +77,7 @@ from marinenav.policy.networks import (
 )
 from marinenav.policy.wrapper import PolicyWrapper, marinenav_action_spec
 
-GROUP = "agents"
-OBSERVATION_KEYS: tuple[NestedKey, ...] = (
-    (GROUP, "self_state"),
-    (GROUP, "objects"),
-    (GROUP, "objects_mask"),
-)
+OBSERVATION_KEYS: tuple[NestedKey, ...] = tuple((GROUP, field) for field in OBSERVATION_FIELDS)
 ACTIVE_KEY: NestedKey = (GROUP, "active")  # the robot acts in this state: its step is data
 ACTION_KEY: NestedKey = (GROUP, "action")  # executed action in (-1, 1)^2
 LATENT_KEY: NestedKey = (GROUP, "latent_action")  # pre-squash Gaussian sample z

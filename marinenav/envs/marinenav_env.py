@@ -47,13 +47,12 @@ from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase, TransformedEnv
 
 from marinenav.envs.trail import TrailRecorder
+from marinenav.keys import GROUP
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
 from marinenav.sim.curriculum import CurriculumSchedule
 from marinenav.sim.rules import cut_at_first_collision, reset_codes
 from marinenav.sim.simulator import ActionKind
-
-GROUP = "agents"
 
 
 class MarineNavEnv(EnvBase):

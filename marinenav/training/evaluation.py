@@ -35,6 +35,7 @@ from tensordict.nn import TensorDictModuleBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import MarineNavEnv
+from marinenav.keys import OBSERVATION_KEYS, dtype_named
 from marinenav.sim import InfoState
 from marinenav.sim.curriculum import CurriculumSchedule, evaluation_stage_params
 from marinenav.sim.generation import generate_scenarios
@@ -46,7 +47,6 @@ EARLY_EXIT_EVERY = 50  # evaluation steps between host checks on CUDA (early exi
 # On the CPU a "host check" costs no device synchronisation, so it happens at every step.
 # name -> (episodes per stage, seed) of the paper's 6-stage curriculum
 EVALUATION_SETS: dict[str, tuple[int, int]] = {"paper": (10, 253), "large": (100, 2026)}
-_OBSERVATION_KEYS = ("self_state", "objects", "objects_mask")
 
 
 def evaluation_scenarios(
@@ -103,7 +103,7 @@ def evaluation_setup(config: Mapping[str, Any], scenarios: Sequence[Mapping]) ->
         "core_slots": max(
             env["core_slots"], *(len(s["env"]["cores"]["positions"]) for s in scenarios)
         ),
-        "dtype": torch.float64 if env["dtype"] == "float64" else torch.float32,
+        "dtype": dtype_named(env["dtype"]),
         "seed": config["evaluation"]["seed"],
     }
 
@@ -158,7 +158,7 @@ class Evaluator:
         n = rows.shape[0]
         sub = TensorDict(
             {("agents", key): td.get(("agents", key)).flatten(0, 1)[rows]
-             for key in _OBSERVATION_KEYS},
+             for key in OBSERVATION_KEYS},
             batch_size=[n], device=td.device,
         )  # fmt: skip
         flat_action.zero_()

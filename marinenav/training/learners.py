@@ -26,7 +26,7 @@ from omegaconf import DictConfig
 from tensordict import TensorDict, TensorDictBase
 
 from marinenav.agents import Agent
-from marinenav.agents.base import OBSERVATION_KEYS
+from marinenav.keys import OBSERVATION_KEYS
 from marinenav.training.nstep import NStepTransitions
 from marinenav.training.prioritized import DevicePrioritizedSampler
 from marinenav.training.replay import RobotReplay

@@ -38,7 +38,8 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-OBSERVATION_KEYS = ("self_state", "objects", "objects_mask")
+from marinenav.keys import OBSERVATION_KEYS
+
 WINDOW_KEYS = (*OBSERVATION_KEYS, "action", "reward")
 
 

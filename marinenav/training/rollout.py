@@ -40,9 +40,9 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from marinenav.keys import GROUP, dtype_named
 from marinenav.sim.constants import MAX_OBJECTS, OBJECT_DIM, SELF_STATE_DIM
 
-GROUP = "agents"
 ACTION_DIM = 2
 INPUT_FIELDS = ("self_state", "objects", "objects_mask", "active", "latent_action",
                 "action_log_prob")  # fmt: skip
@@ -115,7 +115,7 @@ class RolloutLearner:
                 f"agent.minibatches={self.minibatches} must divide the {rows} rows of a rollout "
                 f"(env.num_envs x agent.rollout_steps)"
             )
-        dtype = torch.float64 if cfg.env.get("dtype", "float32") == "float64" else torch.float32
+        dtype = dtype_named(cfg.env.get("dtype", "float32"))
         self.buffer = rollout_buffer(
             self.num_envs, self.rollout_steps, self.robot_slots, self.device, dtype
         )

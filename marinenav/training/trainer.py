@@ -49,6 +49,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import Agent, agent_class
 from marinenav.envs import MarineNavEnv
+from marinenav.keys import dtype_named
 from marinenav.sim import InfoState
 from marinenav.training.checkpoint import (
     BEST_DIR,
@@ -279,7 +280,7 @@ class Trainer:
 
     @property
     def dtype(self) -> torch.dtype:
-        return torch.float64 if self.cfg.env.dtype == "float64" else torch.float32
+        return dtype_named(self.cfg.env.dtype)
 
     def _make_agent(self) -> Agent:
         values = OmegaConf.to_container(self.cfg.agent, resolve=True)
