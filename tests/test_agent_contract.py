@@ -32,8 +32,8 @@ from marinenav.planner import PlannerPolicy, load_planner
 from marinenav.training.learners import LEARNERS
 from marinenav.training.trainer import Trainer
 from tests.agent_utils import robot_observations
-from tests.test_no_host_sync import count_read_backs
-from tests.test_training import tiny_config
+from tests.run_utils import tiny_config
+from tests.sync_utils import count_read_backs
 
 # Spec B1.2-B7: trainable parameters of each network, by the agent's attribute name
 SPEC_PARAMETER_COUNTS = {

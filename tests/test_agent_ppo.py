@@ -34,7 +34,7 @@ from marinenav.policy.networks import squash
 from marinenav.training.rollout import RolloutLearner
 from tests.agent_utils import robot_observations
 from tests.compile_utils import needs_cxx
-from tests.test_no_host_sync import count_read_backs
+from tests.sync_utils import count_read_backs
 
 AGENTS = [MAPPOAgent, IPPOAgent]
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from marinenav.agents import agent_class
 from marinenav.training import config as config_module
 from marinenav.training.config import ConfigError, memory_estimate, validate
 from marinenav.training.trainer import Trainer, TrainingDiverged
-from tests.test_training import ROOT, _train_py, tiny_config
+from tests.run_utils import ROOT, tiny_config, train_py
 
 # what Hydra offers for agent=: the yaml files of conf/agent, sorted (a new agent adds its own)
 AGENT_CHOICES = ", ".join(sorted(path.stem for path in (ROOT / "conf" / "agent").glob("*.yaml")))
@@ -37,7 +37,7 @@ AGENT_CHOICES = ", ".join(sorted(path.stem for path in (ROOT / "conf" / "agent")
 def test_a_bad_command_line_is_one_line_and_leaves_no_run_directory(
     override: str, line: str, tmp_path: Path
 ) -> None:
-    result = _train_py(
+    result = train_py(
         "agent=dqn", "curriculum=stage0", override, "device=cpu",
         f"hydra.run.dir={tmp_path}/outputs/day/run", cwd=tmp_path,
     )  # fmt: skip
@@ -122,7 +122,7 @@ def test_a_budget_of_part_of_a_batched_step_is_refused(
 
 
 def test_schemas_are_not_choices(tmp_path: Path) -> None:
-    result = _train_py("agent=foo", cwd=tmp_path)
+    result = train_py("agent=foo", cwd=tmp_path)
     assert result.returncode == 2
     assert f"{AGENT_CHOICES}\n" in result.stderr
     assert "schema" not in result.stderr

@@ -13,7 +13,7 @@ from marinenav.export import main as export_main
 from marinenav.training import checkpoint
 from marinenav.training.checkpoint import CheckpointError, load_agent, write_checkpoint
 from marinenav.training.trainer import Trainer
-from tests.test_training import tiny_config
+from tests.run_utils import tiny_config
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from marinenav.envs.trail import TrailRecorder
 from marinenav.sim import InfoState
 from marinenav.sim.scenario_json import load_scenario_file
 from tests.reference_data import REFERENCE_DIR
-from tests.test_no_host_sync import count_read_backs
+from tests.sync_utils import count_read_backs
 
 ONE_ROBOT = json.loads((Path(__file__).parent / "data" / "one_robot_one_obstacle.json").read_text())
 KINDS = ["discrete", "continuous"]

@@ -16,7 +16,7 @@ from torchrl.envs import (
 )
 
 from marinenav.envs import MarineNavEnv, step_and_reset
-from tests.test_no_host_sync import count_read_backs
+from tests.sync_utils import count_read_backs
 
 LOC, SCALE = 1.0, 2.0
 SELF_STATE = ("agents", "self_state")

@@ -11,7 +11,7 @@ import pytest
 
 from marinenav.evaluate import evaluate_run, format_table
 from marinenav.training.trainer import Trainer
-from tests.test_training import tiny_config
+from tests.run_utils import tiny_config
 
 
 @pytest.fixture(scope="module")

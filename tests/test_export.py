@@ -276,7 +276,7 @@ def test_onnx_needs_the_onnx_package(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 def test_command_line_exports_a_trained_run(tmp_path: Path) -> None:
     from marinenav.training.checkpoint import load_agent
     from marinenav.training.trainer import Trainer
-    from tests.test_training import tiny_config
+    from tests.run_utils import tiny_config
 
     run = tmp_path / "run"
     Trainer(tiny_config("agent=dqn"), run).train()

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from marinenav.training.trainer import Trainer
-from tests.test_training import tiny_config
+from tests.run_utils import tiny_config
 
 TOTAL = 800
 FAULT = [

@@ -15,42 +15,13 @@ import pytest
 import torch
 
 from marinenav.training.trainer import StopSignals
-from tests.test_training import ROOT, TINY
-
-LONG = [*TINY, "agent=dqn", "training.total_timesteps=1000000", "evaluation.first=1000000"]
-
-
-def wait_for(condition, process: subprocess.Popen, what: str, timeout: float = 300) -> None:
-    """Poll until ``condition()`` (progress the child reports in a file it writes) holds; fail
-    if the child ends first. The timeout only bounds a hung child: no test step waits on it."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert process.poll() is None, f"ended before {what}"
-        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
-        time.sleep(0.05)
-
-
-def logged_at(run_dir: Path, timestep: int) -> bool:
-    """Whether the run has logged its training metrics of ``timestep`` (a full CSV line)."""
-    path = run_dir / "logs" / "scalars" / "train" / "updates.csv"
-    lines = path.read_text().splitlines(keepends=True) if path.is_file() else []
-    return any(line.endswith("\n") and int(line.split(",")[0]) >= timestep for line in lines)
-
-
-def _start(run_dir: Path, *overrides: str) -> subprocess.Popen:
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "train.py"), *overrides, f"hydra.run.dir={run_dir}"],
-        cwd=run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    line = process.stdout.readline()  # printed once the stop handlers are in place
-    assert line.startswith("marinenav: training dqn in "), line + process.stderr.read()
-    return process
+from tests.run_utils import LONG, ROOT, TINY, logged_at, start_training, wait_for
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_signal_checkpoints_and_prints_the_resume_command(signum, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    process = _start(run_dir, *LONG)
+    process = start_training(run_dir, *LONG)
     # let it step a while: past its first update at timestep 40 (logged at 40, then 80)
     wait_for(lambda: logged_at(run_dir, 80), process, "the log of timestep 80")
     process.send_signal(signum)

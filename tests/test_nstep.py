@@ -10,7 +10,7 @@ import torch
 from tensordict import TensorDict
 
 from marinenav.training.nstep import NStepTransitions
-from tests.test_no_host_sync import count_read_backs
+from tests.sync_utils import count_read_backs
 
 GAMMA = 0.5  # exact in binary: hand-computed returns compare exactly
 

@@ -26,7 +26,7 @@ from marinenav.policy.selectors import (
 )
 from marinenav.policy.wrapper import PolicyWrapper
 from tests.agent_utils import robot_observations
-from tests.test_no_host_sync import count_read_backs
+from tests.sync_utils import count_read_backs
 
 SELECTORS = {
     "dqn": lambda: GreedyQSelector(QNetwork(seed=0)),

@@ -22,7 +22,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 from marinenav.agents import make_agent
 from marinenav.envs import MarineNavEnv
 from marinenav.policy import PolicyWrapper
-from tests.test_no_host_sync import count_read_backs
+from tests.sync_utils import count_read_backs
 
 ROOT = Path(__file__).resolve().parents[1]
 RANDOM, DETERMINISTIC = ExplorationType.RANDOM, ExplorationType.DETERMINISTIC

@@ -10,7 +10,7 @@ from tensordict import TensorDict
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
 
 from marinenav.training.prioritized import DevicePrioritizedSampler
-from tests.test_no_host_sync import count_read_backs
+from tests.sync_utils import count_read_backs
 
 
 def filled_sampler(priorities: torch.Tensor, capacity: int = 64, alpha: float = 0.5, **kw):

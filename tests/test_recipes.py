@@ -15,7 +15,7 @@ from marinenav.export import main as export_main
 from marinenav.training.checkpoint import load_agent, load_checkpoint
 from marinenav.training.config import register_configs, run_intervals
 from marinenav.training.trainer import Trainer
-from tests.test_training import ROOT, tiny_config
+from tests.run_utils import ROOT, tiny_config
 
 
 def compose_config(*overrides: str):
@@ -168,10 +168,10 @@ def test_optuna_proxy_sweep_runs_its_trials_and_reports_the_best(tmp_path: Path)
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
     import yaml
 
-    from tests.test_training import TINY, _train_py
+    from tests.run_utils import TINY, train_py
 
     sweep = tmp_path / "sweep"
-    result = _train_py(
+    result = train_py(
         "-m", "+tune=proxy", "hydra.sweeper.n_trials=2", *TINY, f"hydra.sweep.dir={sweep}",
         cwd=tmp_path,
     )  # fmt: skip

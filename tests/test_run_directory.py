@@ -20,14 +20,13 @@ from omegaconf import OmegaConf
 from marinenav.training.config import ConfigError
 from marinenav.training.rundir import LOCK_NAME, RESUMES_NAME, RunDirectoryError
 from marinenav.training.trainer import Trainer
-from tests.test_interrupts import LONG, _start
-from tests.test_training import ROOT, TINY, tiny_config
+from tests.run_utils import LONG, ROOT, TINY, start_training, tiny_config
 
 ALLOWED = ("training.total_timesteps, evaluation.interval, evaluation.first, checkpoint.*, "
            "logger.*, device, threads, compile, cudagraphs")  # fmt: skip
 
 
-def _train_py(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+def train_py(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "train.py"), *overrides],
         cwd=cwd, capture_output=True, text=True, timeout=300,
@@ -47,13 +46,13 @@ def _one_line_error(result: subprocess.CompletedProcess) -> str:
 
 def test_a_second_run_into_a_living_runs_directory_is_refused(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    first = _start(run_dir, *LONG)  # returns once it trains: it holds the directory
+    first = start_training(run_dir, *LONG)  # returns once it trains: it holds the directory
     try:
         before = _contents(run_dir)
         holder = json.loads((run_dir / LOCK_NAME).read_text())
         assert (holder["pid"], holder["host"]) == (first.pid, socket.gethostname())
         for extra in ([], ["resume=true"], ["overwrite=true"]):
-            second = _train_py(*LONG, *extra, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+            second = train_py(*LONG, *extra, f"hydra.run.dir={run_dir}", cwd=tmp_path)
             assert _one_line_error(second) == (
                 f"run directory {run_dir} is in use by process {first.pid} on "
                 f"{socket.gethostname()} (since {holder['since']}); wait for that run to end or "
@@ -134,7 +133,7 @@ def test_a_resume_that_does_not_fit_its_checkpoint_is_refused_before_writing(
 ) -> None:
     run_dir = tmp_path / "run"
     base = [*TINY, "agent=dqn", f"hydra.run.dir={run_dir}"]
-    assert _train_py(*base, cwd=tmp_path).returncode == 0
+    assert train_py(*base, cwd=tmp_path).returncode == 0
     before = _contents(run_dir)
     checkpoint = run_dir / "checkpoint.pt"
     refused = {
@@ -146,7 +145,7 @@ def test_a_resume_that_does_not_fit_its_checkpoint_is_refused_before_writing(
         ),
     }
     for overrides, keys in refused.items():
-        result = _train_py(*base, *overrides.split(), "resume=true", cwd=tmp_path)
+        result = train_py(*base, *overrides.split(), "resume=true", cwd=tmp_path)
         assert _one_line_error(result) == (
             f"resume: checkpoint {checkpoint} was trained with {keys}; these must match to "
             f"resume (a resume may change only {ALLOWED})"
@@ -154,7 +153,7 @@ def test_a_resume_that_does_not_fit_its_checkpoint_is_refused_before_writing(
         assert _contents(run_dir) == before  # .hydra/config.yaml included
 
     # the budget and the intervals may change: allowed, and recorded
-    resumed = _train_py(*base, "training.total_timesteps=200", "evaluation.interval=40",
+    resumed = train_py(*base, "training.total_timesteps=200", "evaluation.interval=40",
                         "resume=true", cwd=tmp_path)  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert (
@@ -174,7 +173,7 @@ def test_a_refused_start_removes_only_the_directories_made_for_it(tmp_path: Path
     bad = [*TINY, "agent=dqn", "training.batch_size=0"]
     new = tmp_path / "new" / "day" / "run"
     for run_dir in (made_by_user, made_by_user / "parent" / "run", new):
-        result = _train_py(*bad, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+        result = train_py(*bad, f"hydra.run.dir={run_dir}", cwd=tmp_path)
         assert _one_line_error(result) == "training.batch_size must be positive, got 0"
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
         "mine", "mine/parent"]  # fmt: skip

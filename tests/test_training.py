@@ -5,50 +5,21 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 from tensordict import TensorDictBase
 
 import marinenav.training.config as config_module
 from marinenav.agents import AGENT_NAMES, agent_class
-from marinenav.training.config import ConfigError, memory_estimate, register_configs, validate
+from marinenav.training.config import ConfigError, memory_estimate, validate
 from marinenav.training.trainer import Trainer, crossed, linear_epsilon
 from tests.compile_utils import needs_cxx
-from tests.test_no_host_sync import count_read_backs
-
-ROOT = Path(__file__).resolve().parents[1]
-TINY = [
-    "recipe=paper",  # the original's settings; the fast recipe has its own tests (test_recipes)
-    "env.num_envs=2",
-    "curriculum=stage0",
-    "curriculum.num_robots=[2]",
-    "curriculum.eval_episodes_per_stage=2",
-    "training.total_timesteps=160",
-    "training.learning_starts=40",
-    "training.batch_size=8",
-    "training.replay_capacity=2000",
-    "training.target_update_interval=50",
-    "evaluation.first=80",
-    "evaluation.interval=80",
-    "evaluation.max_steps=12",
-    "logger.interval=40",
-    "logger.progress_bar=false",
-    "checkpoint.interval=80",
-    "device=cpu",
-]
-
-
-def tiny_config(*overrides: str):
-    register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=[*TINY, *overrides])
+from tests.run_utils import TINY, tiny_config, train_py
+from tests.sync_utils import count_read_backs
 
 
 def test_schedules_follow_the_original() -> None:
@@ -265,19 +236,12 @@ def test_memory_estimate_counts_the_learners_data(monkeypatch) -> None:
     assert "\n" not in str(error.value)
 
 
-def _train_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-
-
 def test_train_log_holds_the_trainers_messages_and_torchrl_stays_quiet(tmp_path: Path) -> None:
     """Issue 20: the run's train.log (Hydra's job logging) records the start line, every
     evaluation and the summary; the terminal shows each message once, and no torchrl INFO line
     ("Initialized LazyTensorStorage ...") on either stream."""
     run = tmp_path / "run"
-    result = _train_py("agent=dqn", *TINY, f"hydra.run.dir={run}", cwd=tmp_path)
+    result = train_py("agent=dqn", *TINY, f"hydra.run.dir={run}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     start = f"marinenav: training dqn in {run} from timestep 0 to 160; evaluation every 80 from 80"
     assert result.stdout.count(start) == 1
@@ -293,16 +257,16 @@ def test_train_log_holds_the_trainers_messages_and_torchrl_stays_quiet(tmp_path:
 
 
 def test_unknown_agent_and_wrong_keys_fail_at_start_up(tmp_path: Path) -> None:
-    unknown = _train_py("agent=ppo", cwd=tmp_path)
+    unknown = train_py("agent=ppo", cwd=tmp_path)
     assert unknown.returncode != 0 and "agent" in unknown.stderr and "ppo" in unknown.stderr
-    typo = _train_py("agent=dqn", "training.batchsize=3", cwd=tmp_path)
+    typo = train_py("agent=dqn", "training.batchsize=3", cwd=tmp_path)
     assert typo.returncode != 0 and "batchsize" in typo.stderr
-    wrong_type = _train_py("agent=dqn", "training.batch_size=many", cwd=tmp_path)
+    wrong_type = train_py("agent=dqn", "training.batch_size=many", cwd=tmp_path)
     assert wrong_type.returncode != 0 and "batch_size" in wrong_type.stderr
 
 
 def test_multirun_sweep_gives_each_run_its_own_directory(tmp_path: Path) -> None:
-    result = _train_py(
+    result = train_py(
         "-m", "agent=dqn,iqn", "seed=0,1", *TINY, f"hydra.sweep.dir={tmp_path}/sweep",
         cwd=tmp_path,
     )  # fmt: skip
@@ -332,7 +296,7 @@ def test_optional_launchers(launcher: str, tmp_path: Path) -> None:
     extra = ["hydra.launcher.n_jobs=2"] if launcher == "joblib" else [
         "hydra.launcher.timeout_min=10", "hydra.launcher.tasks_per_node=1",
     ]  # fmt: skip
-    result = _train_py(
+    result = train_py(
         "-m", f"hydra/launcher={launcher}", *extra, "agent=dqn", "seed=0,1", *TINY,
         "training.total_timesteps=80", f"hydra.sweep.dir={tmp_path}/sweep", cwd=tmp_path,
     )  # fmt: skip
@@ -363,7 +327,7 @@ def test_cudagraphs_fail_at_start_up_without_cuda(tmp_path: Path) -> None:
         Trainer(tiny_config("agent=dqn", "cudagraphs=true", "device=auto"), tmp_path)
     assert "\n" not in str(error.value)
     assert not (tmp_path / "checkpoint.pt").exists()
-    result = _train_py("agent=dqn", "cudagraphs=true", *TINY, cwd=tmp_path)
+    result = train_py("agent=dqn", "cudagraphs=true", *TINY, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: {error.value}"]
 

@@ -30,7 +30,7 @@ from marinenav.viz import (
     save_frames,
 )
 from marinenav.viz.episode import frame_indices
-from tests.test_training import ROOT, tiny_config
+from tests.run_utils import ROOT, tiny_config
 
 MAX_STEPS = 20  # evaluation step cap of the tiny run
 

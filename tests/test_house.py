@@ -1,5 +1,6 @@
-"""The shared vocabulary (marinenav/keys.py): the environment speaks it, and no module keeps a
-copy of its own."""
+"""One source of each fact: the shared vocabulary (marinenav/keys.py), which the environment
+speaks and no module copies; and tests that share helpers through helper modules
+(tests/*_utils.py), never by importing another test module."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import torch
 from marinenav.envs import MarineNavEnv
 from marinenav.keys import DTYPES, GROUP, OBSERVATION_KEYS, dtype_named
 
-PACKAGE = Path(__file__).resolve().parents[1] / "marinenav"
+TESTS = Path(__file__).resolve().parent
+PACKAGE = TESTS.parent / "marinenav"
 
 
 def test_the_environment_observes_the_shared_fields_in_the_shared_group() -> None:
@@ -40,3 +42,9 @@ def test_dtype_names() -> None:
     expected = r"dtype must be one of \['float32', 'float64'\], got 'half'"
     with pytest.raises(ValueError, match=expected):
         dtype_named("half")
+
+
+def test_no_test_module_imports_another() -> None:
+    pattern = re.compile(r"^\s*(from|import) tests\.test_", re.M)
+    importing = [path.name for path in TESTS.glob("*.py") if pattern.search(path.read_text())]
+    assert importing == []

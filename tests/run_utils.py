@@ -1,0 +1,77 @@
+"""Shared pieces of the tests that train: the tiny configuration (seconds per run), composing it,
+and running ``train.py`` in a child process, waiting on progress the child reports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+from marinenav.training.config import register_configs
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = [
+    "recipe=paper",  # the original's settings; the fast recipe has its own tests (test_recipes)
+    "env.num_envs=2",
+    "curriculum=stage0",
+    "curriculum.num_robots=[2]",
+    "curriculum.eval_episodes_per_stage=2",
+    "training.total_timesteps=160",
+    "training.learning_starts=40",
+    "training.batch_size=8",
+    "training.replay_capacity=2000",
+    "training.target_update_interval=50",
+    "evaluation.first=80",
+    "evaluation.interval=80",
+    "evaluation.max_steps=12",
+    "logger.interval=40",
+    "logger.progress_bar=false",
+    "checkpoint.interval=80",
+    "device=cpu",
+]
+
+
+def tiny_config(*overrides: str):
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose(config_name="config", overrides=[*TINY, *overrides])
+
+
+def train_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+LONG = [*TINY, "agent=dqn", "training.total_timesteps=1000000", "evaluation.first=1000000"]
+
+
+def wait_for(condition, process: subprocess.Popen, what: str, timeout: float = 300) -> None:
+    """Poll until ``condition()`` (progress the child reports in a file it writes) holds; fail
+    if the child ends first. The timeout only bounds a hung child: no test step waits on it."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, f"ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
+        time.sleep(0.05)
+
+
+def logged_at(run_dir: Path, timestep: int) -> bool:
+    """Whether the run has logged its training metrics of ``timestep`` (a full CSV line)."""
+    path = run_dir / "logs" / "scalars" / "train" / "updates.csv"
+    lines = path.read_text().splitlines(keepends=True) if path.is_file() else []
+    return any(line.endswith("\n") and int(line.split(",")[0]) >= timestep for line in lines)
+
+
+def start_training(run_dir: Path, *overrides: str) -> subprocess.Popen:
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "train.py"), *overrides, f"hydra.run.dir={run_dir}"],
+        cwd=run_dir.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    line = process.stdout.readline()  # printed once the stop handlers are in place
+    assert line.startswith("marinenav: training dqn in "), line + process.stderr.read()
+    return process
