@@ -30,6 +30,11 @@ AGENT_CHOICES = ", ".join(sorted(path.stem for path in (ROOT / "conf" / "agent")
          "error: Could not override 'training.batchsize': Key 'batchsize' not in 'TrainingConf'"),
         ("training.batch_size=0", "error: training.batch_size must be positive, got 0"),
         ("agent.gamma=1.5", "error: agent.gamma must be in [0, 1], got 1.5"),
+        ("logger.backend=mysql",
+         "error: logger.backend must be one of csv, tensorboard, wandb, mlflow, got 'mysql'"),
+        ("logger=wandb",  # the backend is a key, not a group of its own
+         "error: In 'config': Could not find 'logger/wandb'; Available options in 'logger': "
+         "default"),
         ("curriculum.num_robots=[0]",
          "error: curriculum.num_robots[0] must be at least 1 (every episode needs a robot), got 0"),
     ],

@@ -25,6 +25,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
+from marinenav.training.loggers import LOGGER_BACKENDS
 
 
 @dataclass
@@ -90,7 +91,7 @@ class EvaluationConf:
 
 @dataclass
 class LoggerConf:
-    backend: str = "csv"  # csv, tensorboard, wandb or mlflow (TorchRL loggers)
+    backend: str = "csv"  # one of training.loggers.LOGGER_BACKENDS (TorchRL loggers)
     interval: int = 10_000  # timesteps between metric read-backs (one host transfer each)
     progress_bar: bool = True  # tqdm bar with steps/s, success rate and losses
     project: str = "marinenav"  # project / experiment name for wandb and mlflow
@@ -423,8 +424,8 @@ def _validate(cfg) -> None:
             f"overwrite=true replaces the run directory's checkpoint, resume={cfg.resume} "
             "continues it: choose one"
         )
-    if cfg.logger.backend not in ("csv", "tensorboard", "wandb", "mlflow"):
-        raise ConfigError(f"logger.backend must be csv, tensorboard, wandb or mlflow, "
+    if cfg.logger.backend not in LOGGER_BACKENDS:
+        raise ConfigError(f"logger.backend must be one of {', '.join(LOGGER_BACKENDS)}, "
                           f"got {cfg.logger.backend!r}")  # fmt: skip
     schedule = schedule_of(cfg)  # raises on malformed stages
     for stage, robots in enumerate(schedule.num_robots):

@@ -7,11 +7,17 @@ from typing import Any
 
 from torchrl.record.loggers import Logger, get_logger
 
+LOGGER_BACKENDS = ("csv", "tensorboard", "wandb", "mlflow")
+"""TorchRL loggers a run can write through (``logger.backend``); csv needs no extra package."""
+
 
 def make_logger(cfg, run_dir: Path, config: dict[str, Any]) -> Logger:
     """A TorchRL logger writing under ``run_dir``: CSV by default (no account, no server),
     TensorBoard, Weights & Biases or MLflow when chosen (their packages must be installed)."""
     backend = cfg.backend
+    if backend not in LOGGER_BACKENDS:
+        allowed = ", ".join(LOGGER_BACKENDS)
+        raise ValueError(f"logger.backend must be one of {allowed}, got {backend!r}")
     kwargs: dict[str, Any] = {}
     if backend == "wandb":
         kwargs = {"project": cfg.project, "config": config}
