@@ -70,6 +70,7 @@ from marinenav.policy.networks import (
     ACTION_DIM,
     FEATURES,
     HIDDEN,
+    LocScale,
     ObservationEncoder,
     mlp,
     seeded,
@@ -157,18 +158,6 @@ class GaussianPPOActor(nn.Module):
         """Entropy of the latent Gaussian (0-dim, nats): ``sum_d (1/2 log(2 pi e) + log sigma_d)``,
         the same for every state."""
         return (self.log_std + _HALF_LOG_2PI_E).sum()
-
-
-class _LocScale(nn.Module):
-    """``(mu, sigma)`` of a :class:`GaussianPPOActor` (shares its parameters)."""
-
-    def __init__(self, actor: GaussianPPOActor) -> None:
-        super().__init__()
-        self.actor = actor
-
-    def forward(self, self_state, objects, objects_mask) -> tuple[torch.Tensor, torch.Tensor]:
-        mu, log_std = self.actor(self_state, objects, objects_mask)
-        return mu, log_std.exp()
 
 
 class IndependentCritic(nn.Module):
@@ -316,7 +305,7 @@ class PPOAgent(Agent):
             self.critic = IndependentCritic(cfg.seed + 1, normalize)
             critic_in_keys = list(OBSERVATION_KEYS)
         loc_scale = TensorDictModule(
-            _LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=[LOC_KEY, SCALE_KEY]
+            LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=[LOC_KEY, SCALE_KEY]
         )
         self.actor_module = ProbabilisticActor(
             loc_scale,

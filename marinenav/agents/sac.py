@@ -66,7 +66,6 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
-from torch import nn
 from torch.distributions import Distribution, constraints
 from torchrl.modules import ProbabilisticActor
 from torchrl.objectives import HardUpdate, SACLoss, ValueEstimators
@@ -81,7 +80,7 @@ from marinenav.agents.base import (
     check_options,
     make_adam,
 )
-from marinenav.policy.networks import GaussianActor, squash
+from marinenav.policy.networks import GaussianActor, LocScale, squash
 from marinenav.policy.selectors import GaussianSelector
 from marinenav.policy.wrapper import PolicyWrapper
 
@@ -141,18 +140,6 @@ class AtanSquashedNormal(Distribution):
         return squash(self.loc)
 
 
-class _LocScale(nn.Module):
-    """``(mu, exp(log sigma))`` of a :class:`GaussianActor` (shares its parameters)."""
-
-    def __init__(self, actor: GaussianActor) -> None:
-        super().__init__()
-        self.actor = actor
-
-    def forward(self, self_state, objects, objects_mask) -> tuple[torch.Tensor, torch.Tensor]:
-        loc, log_std = self.actor(self_state, objects, objects_mask)
-        return loc, log_std.exp()
-
-
 @dataclass
 class SACConfig(AgentConfig):
     """SAC hyperparameters beyond the shared ones (B6, B9)."""
@@ -182,7 +169,7 @@ class SACAgent(StackedCritics, Agent):
         self.actor = GaussianActor(seed=cfg.seed, normalize=cfg.normalize_observations)
         actor_module = ProbabilisticActor(
             TensorDictModule(
-                _LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=["loc", "scale"]
+                LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=["loc", "scale"]
             ),
             in_keys=["loc", "scale"],
             out_keys=["action"],

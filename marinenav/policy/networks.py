@@ -165,6 +165,21 @@ class GaussianActor(nn.Module):
         return self.mean(h), self.log_std(h).clamp(self.LOG_STD_MIN, self.LOG_STD_MAX)
 
 
+class LocScale(nn.Module):
+    """``(mean, standard deviation)`` of a Gaussian actor that returns ``(mean, log_std)``
+    (SAC's :class:`GaussianActor`, PPO's actor): the ``loc`` and ``scale`` a TorchRL
+    ``ProbabilisticActor`` reads. Shares the actor's parameters."""
+
+    def __init__(self, actor: nn.Module) -> None:
+        super().__init__()
+        self.actor = actor
+
+    def forward(self, self_state, objects, objects_mask) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loc [..., 2], scale [..., 2])`` in the pre-squash space."""
+        loc, log_std = self.actor(self_state, objects, objects_mask)
+        return loc, log_std.exp()
+
+
 class QCritic(nn.Module):
     """DDPG / SAC critic (B4): ``h = ReLU(Linear(256, 128)(trunk)) * ReLU(Linear(2, 128)(a))``,
     then ``Linear(128, 128)`` + ReLU and ``Linear(128, 1)``. 50,609 parameters."""
