@@ -174,21 +174,28 @@ def aggregate(runs: Sequence[RunCurves]) -> dict[str, dict[str, np.ndarray]]:
     return result
 
 
+def draw_mean_and_band(ax: Axes, curves: dict[str, dict[str, np.ndarray]], metric: str) -> None:
+    """On ``ax``, per label of :func:`aggregate`'s output: the mean of ``metric`` over runs
+    against timesteps (markers at the evaluations) and, with several runs, a shaded mean +-
+    standard error band; the legend label counts the runs."""
+    for i, (label, curve) in enumerate(curves.items()):
+        colour = f"C{i % 10}"
+        x, mean = curve["timesteps"], curve[f"{metric}_mean"]
+        runs = int(curve["num_runs"].max(initial=0))
+        ax.plot(x, mean, "o-", color=colour, linewidth=1.5, markersize=3,
+                label=f"{label} ({runs} run{'s' if runs != 1 else ''})")  # fmt: skip
+        if runs > 1:
+            stderr = curve[f"{metric}_stderr"]
+            ax.fill_between(x, mean - stderr, mean + stderr, color=colour, alpha=0.2,
+                            linewidth=0)  # fmt: skip
+
+
 def draw_learning_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) -> list[Axes]:
     """Draw the three panels of :data:`PANELS` on ``fig`` from :func:`aggregate`'s output:
     per label a mean line and, with several runs, a shaded mean +- standard error band."""
     axes = fig.subplots(1, len(PANELS))
     for ax, (metric, title) in zip(axes, PANELS, strict=True):
-        for i, (label, curve) in enumerate(curves.items()):
-            colour = f"C{i % 10}"
-            x, mean = curve["timesteps"], curve[f"{metric}_mean"]
-            runs = int(curve["num_runs"].max(initial=0))
-            ax.plot(x, mean, "o-", color=colour, linewidth=1.5, markersize=3,
-                    label=f"{label} ({runs} run{'s' if runs != 1 else ''})")  # fmt: skip
-            if runs > 1:
-                stderr = curve[f"{metric}_stderr"]
-                ax.fill_between(x, mean - stderr, mean + stderr, color=colour, alpha=0.2,
-                                linewidth=0)  # fmt: skip
+        draw_mean_and_band(ax, curves, metric)
         ax.set_title(title)
         if metric == "travel_time" and all(np.isnan(c[f"{metric}_mean"]).all()
                                            for c in curves.values()):  # fmt: skip
@@ -230,16 +237,7 @@ def draw_stage_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) -> 
     axes = np.atleast_1d(fig.subplots(1, len(stages), sharey=True))
     for stage, ax in zip(stages, axes, strict=True):
         metric = STAGE_METRICS[stage]
-        for i, (label, curve) in enumerate(curves.items()):
-            colour = f"C{i % 10}"
-            x, mean = curve["timesteps"], curve[f"{metric}_mean"]
-            runs = int(curve["num_runs"].max(initial=0))
-            ax.plot(x, mean, "o-", color=colour, linewidth=1.5, markersize=3,
-                    label=f"{label} ({runs} run{'s' if runs != 1 else ''})")  # fmt: skip
-            if runs > 1:
-                stderr = curve[f"{metric}_stderr"]
-                ax.fill_between(x, mean - stderr, mean + stderr, color=colour, alpha=0.2,
-                                linewidth=0)  # fmt: skip
+        draw_mean_and_band(ax, curves, metric)
         ax.set_title(f"Stage {stage} success")
         ax.set_xlabel("timesteps")
         ax.grid(True, alpha=0.3)
