@@ -289,3 +289,33 @@ def test_bad_input_gets_a_clear_error() -> None:
         MPCPolicy(variant="original")
     with pytest.raises(ValueError, match="unknown baseline"):
         baseline_policy("dwa")
+
+
+def test_evaluate_cli_runs_a_baseline(tmp_path, capsys) -> None:
+    """Smoke test of ``python -m marinenav.evaluate --baseline``: the paper set's 60 episodes
+    cut to 3 steps, the per-stage table, the baseline recorded in the JSON."""
+    import json
+
+    from marinenav.evaluate import main
+
+    out = tmp_path / "apf.json"
+    argv = ["--baseline", "apf", "--variant", "original", "--set", "paper", "--max-steps", "3"]
+    assert main([*argv, "--out", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "| success_rate_stage5 |" in table and "| episodes | 60 |" in table
+    metrics = json.loads(out.read_text())
+    assert metrics["baseline"] == {"name": "apf", "variant": "original", "planning_period": 0.5}
+    assert len(metrics["episodes"]["success"]) == 60
+    assert main(["--baseline", "mpc", "--variant", "original", "--max-steps", "3"]) == 2
+    assert "stale" in capsys.readouterr().err
+
+
+def test_viz_episode_draws_a_baseline(tmp_path, capsys) -> None:
+    """Smoke test of ``python -m marinenav.viz episode --baseline``: a 2-step episode."""
+    from marinenav.viz.__main__ import main
+
+    out = tmp_path / "frames"
+    argv = ["episode", "--baseline", "mpc", "--episode", "0", "--max-steps", "2"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "episode 0 of mpc (textbook) on the paper set: 2 steps" in capsys.readouterr().out
+    assert len(list(out.glob("frame_*.png"))) == 3
