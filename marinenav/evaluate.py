@@ -1,18 +1,20 @@
-"""Evaluate a trained run or a planner file.
+"""Evaluate a trained run, a planner file or a classical baseline.
 
 ``python -m marinenav.evaluate RUN_DIR [--set paper|large | --scenarios FILE ...]`` loads the
 run's agent from its checkpoint; ``python -m marinenav.evaluate --planner FILE.pt
 [--agent-type ac_iqn]`` loads a TorchScript planner (the original's ``traced_*_model.pt`` or our
-export, :mod:`marinenav.planner`). Either runs an evaluation set (the run's own
+export, :mod:`marinenav.planner`); ``python -m marinenav.evaluate --baseline apf|mpc
+[--variant textbook|original]`` builds the original's APF or MPC planner
+(:mod:`marinenav.baselines`). Each runs an evaluation set (the run's own
 ``eval_configs.json`` by default; a named set, :data:`EVALUATION_SETS`; or scenario JSON files in
 the original's layout) all at once as one batched environment with deterministic actions (a
 planner acts by its own rule: SAC samples, IQN draws its taus, unless told otherwise), prints the
 original's metrics with Wilson 95% intervals and per stage, writes them to ``--out`` as JSON,
 and renders pictures of the first episodes (PNG frames and an animated GIF) when ``--pictures N``
-is given (runs only).
+is given (runs and baselines).
 
-Planners are evaluated in float64 (the original's precision and the files' own) with the
-evaluation seed 253, unless ``--dtype`` / ``--seed`` say otherwise.
+Planners and baselines are evaluated in float64 (the original's precision and the files' own)
+with the evaluation seed 253, unless ``--dtype`` / ``--seed`` say otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from tensordict.nn import TensorDictModuleBase
 
 from marinenav.agents import Agent
+from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
 from marinenav.planner import PlannerLoadError, PlannerPolicy, planner_policy
 from marinenav.sim import load_scenario_file
 from marinenav.stats import format_rate
@@ -104,6 +107,22 @@ def evaluate_planner(
     )  # fmt: skip
 
 
+def evaluate_baseline(
+    policy: BaselinePolicy,
+    scenarios: list[dict],
+    episodes_per_stage: int | None = None,
+    dtype: str = "float64",
+    seed: int = PLANNER_EVAL_SEED,
+    max_steps: int = 1001,
+) -> dict[str, Any]:
+    """Metrics of a classical baseline (:mod:`marinenav.baselines`) on ``scenarios``, in a
+    planner's evaluation layout (:func:`planner_config`); the baseline is deterministic."""
+    return evaluate_policy(
+        policy, policy.action_kind, PLANNER_GAMMA, planner_config(dtype, seed), scenarios,
+        "cpu", max_steps, episodes_per_stage,
+    )  # fmt: skip
+
+
 def run_scenarios(run_dir: str | Path, scenario_files: list[str | Path] | None) -> list[dict]:
     """The scenarios of the given files (original layout), or the run's own evaluation set."""
     if scenario_files:
@@ -153,6 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("run_dir", nargs="?", help="a training run directory (holds checkpoint.pt)")
     parser.add_argument("--planner", help="a TorchScript planner file instead of a run")
+    parser.add_argument("--baseline", choices=tuple(BASELINES),
+                        help="a classical planner of the original instead of a run")
+    parser.add_argument("--variant", default="textbook",
+                        help="baselines: textbook (default) or original (APF only: the node's "
+                             "repulsion beyond d0)")
+    parser.add_argument("--planning-period", type=float, default=None,
+                        help="baselines: the prediction step in s (default 0.5, one env step)")
     parser.add_argument("--agent-type", help="the planner's agent (default: from the file)")
     parser.add_argument("--sac-action", choices=("sample", "mean"), default="sample",
                         help="SAC planners: sample as the C++ planner does, or the mean action")
@@ -162,22 +188,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="a named evaluation set (default: the run's own; planners: paper)")
     parser.add_argument("--scenarios", nargs="*", help="scenario JSON files (original layout)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
-                        help="planners: simulation precision")
+                        help="planners and baselines: simulation precision")
     parser.add_argument("--seed", type=int, default=PLANNER_EVAL_SEED,
                         help="planners: noise seed of the evaluation")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--max-steps", type=int, default=1001)
     parser.add_argument("--out", help="write the metrics as JSON here")
     parser.add_argument("--pictures", type=int, default=0, help="render the first N episodes")
-    parser.add_argument("--pictures-dir", default=None, help="default: RUN_DIR/pictures")
+    parser.add_argument("--pictures-dir", default=None,
+                        help="default: RUN_DIR/pictures, or pictures_BASELINE_VARIANT")
     args = parser.parse_args(argv)  # fmt: skip
-    if (args.run_dir is None) == (args.planner is None):
-        parser.error("give a run directory or --planner FILE (one of the two)")
+    if sum(x is not None for x in (args.run_dir, args.planner, args.baseline)) != 1:
+        parser.error("give a run directory, --planner FILE or --baseline NAME (one of them)")
     if args.set and args.scenarios:
         parser.error("give --set or --scenarios, not both")
+    policy = None
     try:
         if args.planner:
             metrics = _evaluate_planner_file(args)
+        elif args.baseline:
+            policy, metrics = _evaluate_baseline(args)
+            scenarios, _ = _scenarios(args, None)
         else:
             agent, config = load_agent(args.run_dir, args.device)
             scenarios, per_stage = _scenarios(args, config)
@@ -190,10 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(metrics))
     if args.out:
         Path(args.out).write_text(json.dumps(metrics, indent=1))
-    if args.pictures and args.run_dir:
+    if args.pictures and (args.run_dir or policy is not None):
         from marinenav.viz import record_episode, save_animation, save_frames
 
-        target = Path(args.pictures_dir or Path(args.run_dir) / "pictures")
+        if policy is not None:
+            agent, config = policy, planner_config(args.dtype, args.seed)
+            default_dir = Path(f"pictures_{args.baseline}_{args.variant}")
+        else:
+            default_dir = Path(args.run_dir) / "pictures"
+        target = Path(args.pictures_dir or default_dir)
         for k, scenario in enumerate(scenarios[: args.pictures]):
             recording = record_episode(
                 agent, scenario, args.max_steps, args.device,
@@ -227,6 +263,18 @@ def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:
     metrics["planner"] = {"file": str(args.planner), "agent": policy.agent_type,
                           "sac_action": args.sac_action, "iqn_taus": args.iqn_taus}  # fmt: skip
     return metrics
+
+
+def _evaluate_baseline(args: argparse.Namespace) -> tuple[BaselinePolicy, dict[str, Any]]:
+    options = {} if args.planning_period is None else {"planning_period": args.planning_period}
+    policy = baseline_policy(args.baseline, args.variant, **options)
+    scenarios, per_stage = _scenarios(args, None)
+    metrics = evaluate_baseline(
+        policy, scenarios, per_stage, args.dtype, args.seed, args.max_steps
+    )
+    metrics["baseline"] = {"name": args.baseline, "variant": args.variant,
+                           "planning_period": policy.planning_period}  # fmt: skip
+    return policy, metrics
 
 
 if __name__ == "__main__":

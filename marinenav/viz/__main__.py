@@ -5,6 +5,11 @@
     last, as the original's ``visualize_eval_episode.py``) with the run's trained agent,
     deterministically, and writes one PNG per drawn step (and an animated GIF with ``--gif``).
 
+``python -m marinenav.viz episode --baseline apf|mpc [--variant textbook|original]
+[--set paper|large] [--episode K] [--out DIR] [--gif]``
+    the same for a classical baseline (``marinenav.baselines``) on episode ``K`` of a named
+    evaluation set, in the planners' evaluation layout (float64, seed 253).
+
 ``python -m marinenav.viz curves RUN_DIR [RUN_DIR ...] --out learning_curves.png
 [--group-by agent | run | KEY] [--labels L ...]``
     plots the learning curves of the runs, seeds of one label averaged (mean +- standard
@@ -43,7 +48,18 @@ def _parser() -> argparse.ArgumentParser:
     episode = commands.add_parser(
         "episode", help="replay one evaluation episode of a run as PNG frames (and a GIF)"
     )
-    episode.add_argument("run_dir", type=Path, help="run directory (holds checkpoint.pt)")
+    episode.add_argument(
+        "run_dir", type=Path, nargs="?", help="run directory (holds checkpoint.pt)"
+    )
+    episode.add_argument(
+        "--baseline", choices=("apf", "mpc"), default=None,
+        help="replay a classical baseline instead of a run's agent",
+    )
+    episode.add_argument("--variant", default="textbook", help="baseline variant")
+    episode.add_argument(
+        "--set", choices=("paper", "large"), default="paper",
+        help="baselines: the named evaluation set the episode comes from (default paper)",
+    )
     episode.add_argument(
         "--episode",
         type=int,
@@ -105,31 +121,54 @@ def _parser() -> argparse.ArgumentParser:
 
 def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     from marinenav.training.checkpoint import load_agent
-    from marinenav.training.evaluation import evaluation_setup
+    from marinenav.training.evaluation import evaluation_setup, named_scenarios
     from marinenav.viz.episode import record_episode, save_animation, save_frames
 
-    scenarios_path = args.run_dir / "eval_configs.json"
-    if not scenarios_path.is_file():
-        parser.error(f"no eval_configs.json in {args.run_dir}")
+    if (args.run_dir is None) == (args.baseline is None):
+        parser.error("give a run directory or --baseline NAME (one of the two)")
     if args.every < 1:
         parser.error(f"--every must be at least 1, got {args.every}")
-    scenarios = json.loads(scenarios_path.read_text())
+    if args.baseline is None:
+        scenarios_path = args.run_dir / "eval_configs.json"
+        if not scenarios_path.is_file():
+            parser.error(f"no eval_configs.json in {args.run_dir}")
+        scenarios = json.loads(scenarios_path.read_text())
+        source = str(args.run_dir)
+    else:
+        scenarios = named_scenarios(args.set)
+        source = f"{args.baseline} ({args.variant}) on the {args.set} set"
     if not -len(scenarios) <= args.episode < len(scenarios):
-        parser.error(f"--episode {args.episode} out of range: the run has {len(scenarios)}")
+        parser.error(f"--episode {args.episode} out of range: the set has {len(scenarios)}")
     index = args.episode % len(scenarios)
-    try:
-        agent, config = load_agent(args.run_dir, args.device)
-    except FileNotFoundError as error:
-        parser.error(str(error))
+    if args.baseline is not None:
+        from marinenav.baselines import baseline_policy
+        from marinenav.evaluate import planner_config
+
+        try:
+            agent = baseline_policy(args.baseline, args.variant)
+        except ValueError as error:
+            parser.error(str(error))
+        config = planner_config()
+        config["evaluation"]["max_steps"] = 1001
+    else:
+        try:
+            agent, config = load_agent(args.run_dir, args.device)
+        except FileNotFoundError as error:
+            parser.error(str(error))
     # the run's evaluation layout and noise seed (the noise depends on both)
     recording = record_episode(
         agent, scenarios[index], args.max_steps or config["evaluation"]["max_steps"],
         args.device, **evaluation_setup(config, [scenarios[index]]),
     )  # fmt: skip
-    out = args.out if args.out is not None else args.run_dir / f"episode_{index}"
+    if args.out is not None:
+        out = args.out
+    elif args.baseline is None:
+        out = args.run_dir / f"episode_{index}"
+    else:
+        out = Path(f"episode_{args.baseline}_{args.variant}_{index}")
     frames = save_frames(recording, out, every=args.every)
     outcome = "success" if recording.success else "failure"
-    print(f"episode {index} of {args.run_dir}: {recording.num_steps} steps "
+    print(f"episode {index} of {source}: {recording.num_steps} steps "
           f"({recording.num_steps * recording.step_time:.1f} s), {outcome}")  # fmt: skip
     print(f"{len(frames)} frames in {out}")
     for path in frames:
@@ -176,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "episode":
-        if not args.run_dir.is_dir():
+        if args.run_dir is not None and not args.run_dir.is_dir():
             parser.error(f"run directory {args.run_dir} does not exist")
         _episode(args, parser)
         return 0

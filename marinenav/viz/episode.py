@@ -20,6 +20,7 @@ import torch
 from matplotlib.animation import FFMpegWriter, PillowWriter
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from tensordict.nn import TensorDictModuleBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import MarineNavEnv
@@ -119,7 +120,7 @@ class EpisodeRecording:
 
 
 def record_episode(
-    agent: Agent,
+    agent: Agent | TensorDictModuleBase,
     scenario: Mapping[str, Any],
     max_steps: int = 1001,
     device: torch.device | str = "cpu",
@@ -129,7 +130,8 @@ def record_episode(
     obstacle_slots: int | None = None,
     core_slots: int | None = None,
 ) -> EpisodeRecording:
-    """Run one scenario with the agent's deterministic policy until its episode ends.
+    """Run one scenario with the agent's deterministic policy (or a policy of its own, e.g. a
+    classical baseline of :mod:`marinenav.baselines`) until its episode ends.
 
     The result is that of :class:`marinenav.training.evaluation.Evaluator` on ``[scenario]``
     with the same seed, slots, device and dtype (the perception noise depends on all of them:
@@ -137,7 +139,7 @@ def record_episode(
 
     Args:
         agent: a trained agent (e.g. from :func:`marinenav.training.checkpoint.load_agent`),
-            on ``device``.
+            on ``device``; or a policy module with an ``action_kind`` attribute (a baseline).
         scenario: one scenario dict in the original's ``eval_configs.json`` layout.
         max_steps: step cap of the episode (the original evaluation: 1001 steps of 0.5 s).
         device, dtype: of the one-environment simulation (the run's ``env.dtype``).
@@ -168,14 +170,15 @@ def record_episode(
         )
 
     rewards, infos = [], []
-    was_training = agent.policy.training
-    agent.policy.eval()
+    policy = getattr(agent, "policy", agent)
+    was_training = policy.training
+    policy.eval()
     try:
         td = env.reset()
         snapshot()
         with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
             for _ in range(max_steps):
-                out = env.step(agent.policy(td))["next"]
+                out = env.step(policy(td))["next"]
                 snapshot()
                 rewards.append(out["agents", "reward"][0, :, 0].double().cpu())  # host: people
                 infos.append(out["agents", "info"][0].cpu())  # host: people
@@ -183,7 +186,7 @@ def record_episode(
                 if bool(out["done"].any()):  # host: people
                     break
     finally:
-        agent.policy.train(was_training)
+        policy.train(was_training)
     states = torch.stack(snapshots).numpy()
     info = torch.stack(infos).numpy()
     R = info.shape[1]
