@@ -230,9 +230,9 @@ def test_every_documented_program_answers_help_without_running() -> None:
 
 # paths the docs name that are not in the repository, by their first part: the run-directory
 # layout (a run's files, the user's run and sweep directories), the set-up's .venv, Hydra's own
-# config groups (hydra/launcher=...) and the original's GitHub repository
+# config groups (hydra/launcher=...), the original's GitHub repository and the C++ build folder
 NOT_IN_REPO = {"runs", "outputs", "multirun", ".hydra", "best", "evaluated", "logs", ".venv",
-               "hydra", "RobustFieldAutonomyLab"}  # fmt: skip
+               "hydra", "RobustFieldAutonomyLab", "build"}  # fmt: skip
 FILE_SUFFIX = re.compile(r"\.(py|md|ya?ml|json|jsonl|pt|png|gif|sh|txt|csv|toml|cpp)$")
 REPO_PATH = re.compile(r"(?<![\w/.$:<>-])((?:[\w.<>-]+/)+[\w.<>-]*)")
 

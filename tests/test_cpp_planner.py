@@ -1,0 +1,327 @@
+"""The original's C++ planner node's call, from C++ (issue 22): ``cpp/planner_call`` loads a
+planner file with libtorch and calls it as the node's ``RL_agent::computeAction`` does (one robot
+at a time, ``model.forward({std::tuple(self_state, objects, mask)})`` in float64, ``taus`` after
+the tuple for IQN, SAC's ``(mu, log_std)`` tuple, Rainbow's categorical support), and its outputs
+and actions are compared with the Python loader's (:mod:`marinenav.planner`) on the same inputs,
+for the original's planner files (``tests/data/pretrained/``) and our export of every agent.
+
+The program is built once per session with CMake against the libtorch that the torch wheel
+ships (``torch.utils.cmake_prefix_path``), in pytest's cache directory (``.pytest_cache/d/``;
+CMake rebuilds it when the source changes). The test is skipped, with the reason, where no C++
+compiler or CMake is found or the wheel has no usable libtorch CMake config; a compile error
+fails it."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from marinenav.agents import AGENT_NAMES, agent_class, make_agent
+from marinenav.export import (
+    EXPORT_NUM_TAU,
+    export_torchscript,
+    planner_action,
+    planner_file_name,
+    rule_options,
+)
+from marinenav.planner import PlannerPolicy, load_planner
+from marinenav.sim.constants import ROBOT_DEFAULTS
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "cpp" / "planner_call"
+PRETRAINED = Path(__file__).parent / "data" / "pretrained"
+F64 = torch.float64
+NODE_TYPES = ("AC-IQN", "IQN", "DDPG", "DQN", "SAC", "Rainbow")  # the node's agent_type values
+NODE_SUPPORT = (-1.0, 1.0, 51)  # the node's Rainbow support: linspace(-1, 1, 51)
+NUM_ROBOTS = 6  # observations per file, each called twice (random and deterministic extras)
+TOLERANCE = {"rtol": 1e-12, "atol": 1e-12}  # float64 outputs: the same network, other kernels
+
+
+# --- building the program -----------------------------------------------------------------------
+
+
+def _compiler() -> str | None:
+    """The C++ compiler CMake would pick: ``$CXX``, else ``c++``, ``g++`` or ``clang++``."""
+    if os.environ.get("CXX"):
+        return shutil.which(os.environ["CXX"].split()[0])
+    return next(filter(None, map(shutil.which, ("c++", "g++", "clang++"))), None)
+
+
+def _run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def planner_call(request, tmp_path_factory) -> Path:
+    """The built ``planner_call`` program (configured and built once per session)."""
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        pytest.skip("no cmake on PATH: the C++ planner call is not built")
+    compiler = _compiler()
+    if compiler is None:
+        pytest.skip("no C++ compiler found ($CXX, c++, g++, clang++): the C++ planner call is "
+                    "not built")  # fmt: skip
+    prefix = Path(torch.utils.cmake_prefix_path)
+    if not (prefix / "Torch" / "TorchConfig.cmake").is_file():
+        pytest.skip(f"the torch wheel has no libtorch CMake config ({prefix}/Torch/"
+                    "TorchConfig.cmake): the C++ planner call is not built")  # fmt: skip
+    # one build directory per torch and compiler, kept between sessions (incremental builds)
+    key = hashlib.sha256(f"{torch.__version__} {prefix} {compiler}".encode()).hexdigest()[:12]
+    cache = getattr(request.config, "cache", None)
+    build = (
+        cache.mkdir(f"planner_call-{key}") if cache is not None
+        else tmp_path_factory.mktemp("planner_call")
+    )  # fmt: skip
+    start = time.perf_counter()
+    configure = _run([
+        cmake, "-S", str(SOURCE), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}",
+        f"-DCMAKE_CXX_COMPILER={compiler}", "-DCMAKE_BUILD_TYPE=Release",
+    ])  # fmt: skip
+    if configure.returncode != 0:
+        log = configure.stdout + configure.stderr
+        # an error raised in libtorch's config files, or no config found: the wheel's, skipped;
+        # any other configure error (our CMakeLists.txt) fails
+        torch_config = re.search(
+            r"CMake Error at \S*(?:Torch|Caffe2)\S*\.cmake:\d+.*?\n(.*?)\n"
+            r"|configuration file provided by\s+\"Torch\"", log, re.DOTALL,
+        )  # fmt: skip
+        if torch_config:
+            reason = " ".join((torch_config.group(1) or "no TorchConfig.cmake found").split())
+            pytest.skip(f"CMake cannot use the wheel's libtorch config ({reason}): the C++ "
+                        "planner call is not built")  # fmt: skip
+        pytest.fail(f"cmake configure of {SOURCE} failed:\n{log}")
+    built = _run([cmake, "--build", str(build), "-j1"])
+    if built.returncode != 0:  # our code does not compile or link: a failure, not a skip
+        pytest.fail(f"building {SOURCE} failed:\n{built.stdout}{built.stderr}")
+    program = build / "planner_call"
+    assert program.is_file(), f"the build wrote no {program}"
+    seconds = time.perf_counter() - start
+    sys.stderr.write(f"\nplanner_call configured and built in {seconds:.1f} s\n")
+    return program
+
+
+# --- inputs and outputs -------------------------------------------------------------------------
+
+
+def observations(n: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """``n`` robots' float64 observations in realistic ranges, as the node builds them: objects
+    present first, zero-padded to 5 (0 to 5 present, cycling), masks 0/1."""
+
+    def uniform(low: float, high: float, *shape: int) -> torch.Tensor:
+        return low + (high - low) * torch.rand(*shape, generator=generator, dtype=F64)
+
+    self_state = torch.cat(
+        (uniform(-30, 30, n, 2), uniform(-1, 3, n, 1), uniform(-1, 1, n, 2),
+         uniform(-500, 1000, n, 2)), dim=-1,
+    )  # fmt: skip
+    objects = torch.cat(
+        (uniform(-15, 15, n, 5, 2), uniform(-2, 2, n, 5, 2), uniform(0.5, 3, n, 5, 1)), dim=-1
+    )
+    counts = torch.arange(n) % 6
+    mask = (torch.arange(5) < counts.unsqueeze(-1)).to(F64)
+    return self_state, objects * mask.unsqueeze(-1), mask
+
+
+@dataclass
+class Call:
+    """What ``planner_call`` printed for one robot."""
+
+    outputs: list[torch.Tensor]  # each [1, ...] in the module's dtype
+    action: torch.Tensor  # int64 [] or float64 [2]
+    rate: tuple[float, float]  # the thrust change rates (N/s) the node applies
+
+
+def write_input(path: Path, flat: list[torch.Tensor]) -> None:
+    """The program's input: ``N K M``, then per robot self_state, objects, mask, K taus and M
+    noise values (``repr``: float64 round trip)."""
+    n = flat[0].shape[0]
+    taus, noise = (flat[3].shape[-1] if flat[3] is not None else 0,
+                   flat[4].shape[-1] if flat[4] is not None else 0)  # fmt: skip
+    lines = [f"{n} {taus} {noise}"]
+    for r in range(n):
+        row = [x[r].reshape(-1) for x in flat if x is not None]
+        lines.append(" ".join(repr(v) for v in torch.cat(row).tolist()))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def call_cpp(
+    program: Path,
+    model: Path,
+    node_type: str,
+    flat: list[torch.Tensor | None],
+    tmp_path: Path,
+    support: tuple[float, float, int] | None = None,
+) -> list[Call]:
+    """Run ``planner_call`` on the robots of ``flat = [self_state, objects, mask, taus | None,
+    noise | None]`` and parse its output."""
+    path = tmp_path / "input.txt"
+    write_input(path, flat)
+    args = [str(program), str(model), node_type, str(path)]
+    if support is not None:
+        args += [repr(float(support[0])), repr(float(support[1])), str(int(support[2]))]
+    result = _run(args)
+    assert result.returncode == 0, f"planner_call {node_type} {model.name}: {result.stderr}"
+    calls: dict[int, Call] = {}
+    dtypes = {"Double": F64, "Float": torch.float32}
+    for line in result.stdout.splitlines():
+        kind, robot, *rest = line.split()
+        call = calls.setdefault(int(robot), Call([], torch.empty(0), (math.nan, math.nan)))
+        if kind == "output":
+            index, dtype, ndim = int(rest[0]), rest[1], int(rest[2])
+            shape = [int(x) for x in rest[3 : 3 + ndim]]
+            values = torch.tensor([float(x) for x in rest[3 + ndim :]], dtype=F64)
+            assert index == len(call.outputs) and dtype in dtypes, line[:80]
+            call.outputs.append(values.reshape(shape).to(dtypes[dtype]))
+        elif kind == "action":
+            values = [float(x) for x in rest]
+            call.action = (torch.tensor(int(values[0])) if len(values) == 1
+                           else torch.tensor(values, dtype=F64))  # fmt: skip
+        elif kind == "rate":
+            call.rate = (float(rest[0]), float(rest[1]))
+        else:
+            raise AssertionError(f"unexpected planner_call line {line[:80]!r}")
+    assert sorted(calls) == list(range(flat[0].shape[0]))
+    return [calls[r] for r in range(len(calls))]
+
+
+def node_type(name: str) -> str:
+    """The node's ``agent_type`` that calls our ``name``'s export: its own where the node has it
+    (``model_type``), else the node's type with the same outputs: one action (TD3 -> DDPG) or a
+    Gaussian's ``(mu, log_sigma)`` (MAPPO, IPPO -> SAC)."""
+    cls = agent_class(name)
+    spelling = cls.model_type.replace("_", "-")
+    if spelling in NODE_TYPES:
+        return spelling
+    by_outputs = {("action",): "DDPG", ("mu", "log_sigma"): "SAC"}
+    if cls.action_kind == "continuous" and cls.export_outputs in by_outputs:
+        return by_outputs[cls.export_outputs]
+    raise AssertionError(f"{name}'s export ({cls.export_outputs}) fits none of the node's calls")
+
+
+# --- the comparison -----------------------------------------------------------------------------
+
+
+def node_rate(name: str, action: torch.Tensor) -> tuple[float, float]:
+    """The thrust change rates (N/s) the node applies for ``action``: a continuous action as
+    float32 times 1000, an index through the 5 x 5 table (left = index // 5, as the simulator)."""
+    if agent_class(name).action_kind == "continuous":
+        a = action.to(torch.float32) * torch.tensor(1000.0, dtype=torch.float32)
+        return float(a[0]), float(a[1])
+    left, right = divmod(int(action), 5)
+    return (ROBOT_DEFAULTS["left_thrust_change"][left],
+            ROBOT_DEFAULTS["right_thrust_change"][right])  # fmt: skip
+
+
+def check_planner(program: Path, path: Path, node: str, tmp_path: Path, seed: int) -> None:
+    """``planner_call`` on ``path`` against the Python loader for ``NUM_ROBOTS`` robots, each
+    twice: (1) random taus / noise passed to both (outputs to 1e-12, the node's action rule on
+    them equal: indices equal, continuous actions to 1e-12), (2) the deterministic extras
+    (midpoint taus, zero noise) against :class:`PlannerPolicy`'s ``taus="midpoints"``,
+    ``sac_action="mean"`` actions on a TensorDict batch with bool masks."""
+    module, name, metadata = load_planner(path)
+    cls = agent_class(name)
+    generator = torch.Generator().manual_seed(seed)
+    state = observations(NUM_ROBOTS, generator)
+    needs_taus = "taus" in cls.export_extra_inputs
+    samples = bool(rule_options(cls, {"noise": None}))  # a sampling rule: SAC's, PPO's
+    taus = torch.rand(NUM_ROBOTS, EXPORT_NUM_TAU, generator=generator, dtype=F64)
+    midpoints = ((torch.arange(EXPORT_NUM_TAU, dtype=F64) + 0.5) / EXPORT_NUM_TAU).expand_as(taus)
+    noise = torch.randn(NUM_ROBOTS, 2, generator=generator, dtype=F64)
+    # robots 0..N-1 with the random extras, N..2N-1 the same robots with the deterministic ones
+    flat = [torch.cat((x, x)) for x in state]
+    flat.append(torch.cat((taus, midpoints)) if needs_taus else None)
+    flat.append(torch.cat((noise, torch.zeros_like(noise))) if samples else None)
+    support = None
+    if node == "Rainbow":
+        support = (metadata["v_min"], metadata["v_max"], metadata["atoms"])
+    calls = call_cpp(program, path, node, flat, tmp_path, support)
+
+    # (1) the loader's module on the batch, the planner's action rule on its outputs
+    with torch.no_grad():
+        extra = (flat[3],) if needs_taus else ()
+        outputs = module(tuple(flat[:3]), *extra)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    options = rule_options(cls, metadata)
+    if samples:
+        options["noise"] = flat[4]
+    actions = planner_action(name, outputs, **options)
+    for r, call in enumerate(calls):
+        assert len(call.outputs) == len(outputs), f"{path.name}: outputs of robot {r}"
+        for k, (cpp, py) in enumerate(zip(call.outputs, outputs, strict=True)):
+            assert cpp.dtype == F64, f"{path.name} output {k} is {cpp.dtype}, not float64"
+            torch.testing.assert_close(cpp, py[r : r + 1], **TOLERANCE,
+                                       msg=lambda m, r=r, k=k: f"{path.name} robot {r} output "
+                                       f"{k}: {m}")  # fmt: skip
+        if cls.action_kind == "discrete":
+            assert call.action.dtype == torch.int64 and call.action.dim() == 0
+            assert int(call.action) == int(actions[r]), f"{path.name} robot {r}"
+        else:
+            torch.testing.assert_close(call.action, actions[r], **TOLERANCE)
+        torch.testing.assert_close(call.rate, node_rate(name, call.action), rtol=1e-6, atol=0)
+
+    # (2) the deterministic extras against the loader's policy
+    policy = PlannerPolicy(module, name, metadata, taus="midpoints", sac_action="mean")
+    deterministic = policy.act(state[0], state[1], state[2] > 0.5)
+    cpp_actions = torch.stack([call.action for call in calls[NUM_ROBOTS:]])
+    if cls.action_kind == "discrete":
+        assert torch.equal(cpp_actions, deterministic), path.name
+    else:
+        torch.testing.assert_close(cpp_actions, deterministic, **TOLERANCE)
+
+
+ORIGINAL_FILES = {"AC_IQN": "AC-IQN", "DDPG": "DDPG", "DQN": "DQN", "IQN": "IQN", "SAC": "SAC"}
+
+
+@pytest.mark.parametrize("model_type", sorted(ORIGINAL_FILES))
+def test_original_planner_files_from_cpp(planner_call: Path, model_type: str,
+                                         tmp_path: Path) -> None:  # fmt: skip
+    path = PRETRAINED / f"traced_{model_type}_model.pt"
+    check_planner(planner_call, path, ORIGINAL_FILES[model_type], tmp_path, seed=11)
+
+
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_our_exports_from_cpp(planner_call: Path, name: str, tmp_path: Path) -> None:
+    agent = make_agent(name, seed=5)
+    path = export_torchscript(agent, tmp_path / "export" / planner_file_name(name))
+    check_planner(planner_call, path, node_type(name), tmp_path, seed=12)
+
+
+def test_node_draws_and_rainbow_support(planner_call: Path, tmp_path: Path) -> None:
+    """Without taus / noise in the input the program draws them as the node does (``torch::rand
+    ({1, 32})``, ``torch::randn_like(mu)``): IQN's quantiles are ``[1, 32, 25]`` and its action
+    an index; SAC's actions lie in (-1, 1). Rainbow without a support argument uses the node's
+    ``linspace(-1, 1, 51)``, as ``planner_action(v_min=-1, v_max=1)`` does."""
+    state = list(observations(NUM_ROBOTS, torch.Generator().manual_seed(13)))
+    for model_type in ("IQN", "SAC"):
+        calls = call_cpp(planner_call, PRETRAINED / f"traced_{model_type}_model.pt", model_type,
+                         [*state, None, None], tmp_path)  # fmt: skip
+        for call in calls:
+            if model_type == "IQN":
+                assert call.outputs[0].shape == (1, EXPORT_NUM_TAU, 25)
+                assert 0 <= int(call.action) < 25
+            else:
+                assert call.action.shape == (2,) and bool((call.action.abs() < 1).all())
+    path = export_torchscript(make_agent("rainbow", seed=5), tmp_path / "traced_Rainbow_model.pt")
+    calls = call_cpp(planner_call, path, "Rainbow", [*state, None, None], tmp_path)
+    assert all(call.outputs[0].shape == (1, 25, NODE_SUPPORT[2]) for call in calls)
+    probabilities = torch.cat([call.outputs[0] for call in calls])
+    on_node_support = planner_action("rainbow", probabilities, v_min=-1.0, v_max=1.0)
+    assert [int(call.action) for call in calls] == on_node_support.tolist()
+
+
+def test_planner_call_refuses_an_unknown_agent_type(planner_call: Path, tmp_path: Path) -> None:
+    path = tmp_path / "input.txt"
+    write_input(path, [*observations(1, torch.Generator().manual_seed(0)), None, None])
+    result = _run([str(planner_call), str(PRETRAINED / "traced_DQN_model.pt"), "TD3", str(path)])
+    assert result.returncode == 1 and "not one of the node's" in result.stderr
