@@ -103,14 +103,15 @@ def mpc_cost(state, objects, a):
     for _ in range(5):
         px, py = px + vx * 0.2, py + vy * 0.2
         vx, vy = vx + acc[0] * 0.2, vy + acc[1] * 0.2
-        for x, y, wx, wy, radius in objects:
-            dis = math.hypot(px - (x + wx), py - (y + wy)) - OWN_R - radius
-            if dis < 10:
-                cost += (10 / max(dis, 9)) ** 4 * ((10 - dis) + (50 if dis < 0 else 0)) / 1.0
-            virtual, in_zone = colregs((x, y), (wx, wy), vel)
-            for qx, qy in virtual if in_zone else [(x, y)]:
-                if math.hypot(px - qx, py - qy) - OWN_R - radius < 0:
-                    cost += 12
+    # the node's computeCost runs once, on the horizon's end
+    for x, y, wx, wy, radius in objects:
+        dis = math.hypot(px - (x + wx), py - (y + wy)) - OWN_R - radius
+        if dis < 10:
+            cost += (10 / max(dis, 9)) ** 4 * ((10 - dis) + (50 if dis < 0 else 0)) / 1.0
+        virtual, in_zone = colregs((x, y), (wx, wy), vel)
+        for qx, qy in virtual if in_zone else [(x, y)]:
+            if math.hypot(px - qx, py - qy) - OWN_R - radius < 0:
+                cost += 12
     return cost + 0.0005 * (abs(thrust[0]) + abs(thrust[1])) * 1.0
 
 

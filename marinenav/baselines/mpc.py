@@ -4,9 +4,9 @@ All geometry in the ROS robot frame (x forward, y to port; m, m/s). Every candid
 
 - goal term ``20 (|wrap(heading_next - atan2(g))| - 0.15 g . V_next / |g|)``;
 - a horizon of ``T = 5`` steps of 0.2 s: the own ship starts at the origin with its velocity
-  ``v`` and the candidate's linear acceleration ``a`` and moves ``p += 0.2 v; v += 0.2 a``; after
-  each move, for every object moved to ``p_obj + 1.0 s * w`` (constant velocity over the
-  horizon) with clearance ``dis = |p - p_obj| - r_own - r_obj < 10``:
+  ``v`` and the candidate's linear acceleration ``a`` and moves ``p += 0.2 v; v += 0.2 a``; at
+  the horizon's end (the node scores that one position, not each step), for every object moved
+  to ``p_obj + 1.0 s * w`` (constant velocity over the horizon) with clearance ``dis = |p - p_obj| - r_own - r_obj < 10``:
   ``(1 / (T 0.2)) (10 / max(dis, 9))^4 ((10 - dis) + 50 [dis < 0])``, and for each of the
   object's COLREGs points ``q`` (its four virtual obstacles when the own ship is in its zone,
   else the object's unmoved position) that the own ship overlaps, ``10 + 2``;
@@ -105,6 +105,8 @@ class MPCPolicy(BaselinePolicy):
         own = (h * t) * obs.velocity[..., None, None, :] + (h * h * tt) * pred.acceleration[
             ..., None, :
         ]  # fmt: skip
+        # the node scores the horizon's end only (computeCost after the rollout): B + [C, 1, 2]
+        own = own[..., -1:, :]
         radii = self.own_radius + obs.objects_radius  # B + [K]
 
         # x and y apart: broadcasting over a trailing dimension of 2 is several times slower
