@@ -62,6 +62,11 @@ def colregs(p, w, v):
     return [(p[0] + 5 * k * d[0], p[1] + 5 * k * d[1]) for k in range(1, 5)], True
 
 
+def moving(w, v) -> bool:
+    """The node's check_COLREGs gives an object points only when it and the own ship move."""
+    return math.hypot(*w) >= 0.5 and math.hypot(*v) >= 0.5
+
+
 def apf_force(goal, vel, objects, textbook: bool):
     fx, fy = 50 * goal[0], 50 * goal[1]
     dg = math.hypot(*goal)
@@ -70,6 +75,8 @@ def apf_force(goal, vel, objects, textbook: bool):
         if ((vel[0] - wx) * x + (vel[1] - wy) * y) / dist <= 0:
             continue  # not closing in
         virtual, _ = colregs((x, y), (wx, wy), vel)
+        if not textbook and not moving((wx, wy), vel):
+            continue  # the node: no point at all for a static object or a slow own ship
         for qx, qy in [(x, y), *virtual]:
             dq = math.hypot(qx, qy)
             d_obs = dq - OWN_R - radius
@@ -109,7 +116,8 @@ def mpc_cost(state, objects, a):
         if dis < 10:
             cost += (10 / max(dis, 9)) ** 4 * ((10 - dis) + (50 if dis < 0 else 0)) / 1.0
         virtual, in_zone = colregs((x, y), (wx, wy), vel)
-        for qx, qy in virtual if in_zone else [(x, y)]:
+        points = virtual if in_zone else [(x, y)] if moving((wx, wy), vel) else []
+        for qx, qy in points:
             if math.hypot(px - qx, py - qy) - OWN_R - radius < 0:
                 cost += 12
     return cost + 0.0005 * (abs(thrust[0]) + abs(thrust[1])) * 1.0
@@ -196,8 +204,9 @@ def test_goal_behind_scores_by_hand() -> None:
 
 def test_apf_variants_differ_beyond_d0_and_agree_within() -> None:
     state = GOAL_BEHIND[0]
-    # an obstacle ahead to starboard, 22.4 - 2.8 - 1 = 18.6 m clear (beyond d0 = 15 m)
-    far = (state, [(20.0, -10.0, 0.0, 0.0, 1.0)])
+    # an object ahead to starboard drifting to starboard at 1 m/s (moving, closing in, in no
+    # COLREGs zone), 22.4 - 2.8 - 1 = 18.6 m clear (beyond d0 = 15 m)
+    far = (state, [(20.0, -10.0, 0.0, -1.0, 1.0)])
     textbook, original = APFPolicy(), APFPolicy(variant="original")
     obs = rl_observation(far)
     # textbook: the far obstacle is ignored, the force is the attraction alone
@@ -214,12 +223,27 @@ def test_apf_variants_differ_beyond_d0_and_agree_within() -> None:
     # ... which tips the decision: textbook turns to port (the goal's side), original to starboard
     assert int(textbook.act(*obs)) == 14
     assert int(original.act(*obs)) == 22
-    # within d0 (and outside contact) the two are the same planner
-    near = rl_observation(STATIC_AHEAD)
+    # within d0 (and outside contact) the two are the same planner: an object 8.2 m clear
+    # ahead, drifting to port at 1 m/s (closing in, in no COLREGs zone)
+    near = rl_observation(((30.0, 0.0, 2.0, 0.0, 0.0, 400.0, 400.0), [(12.0, 0.5, 0.0, 1.0, 1.0)]))
     assert textbook.force(_ros(near)).tolist() == pytest.approx(
         original.force(_ros(near)).tolist(), rel=1e-12
     )
     assert torch.equal(textbook.candidate_scores(*near), original.candidate_scores(*near))
+
+
+def test_the_nodes_apf_ignores_static_objects_and_a_slow_own_ship() -> None:
+    """The node's check_COLREGs gives an object no point unless the object and the own ship
+    both move at 0.5 m/s or more, so its APF feels no static obstacle; the textbook one does."""
+    textbook, original = APFPolicy(), APFPolicy(variant="original")
+    static = rl_observation(STATIC_AHEAD)  # 8.2 m clear, not moving, own ship at 2 m/s
+    attraction = [50 * 30.0, 0.0]
+    assert original.force(_ros(static)).tolist() == pytest.approx(attraction, abs=1e-12)
+    assert textbook.force(_ros(static)).tolist() != pytest.approx(attraction, abs=1e-6)
+    slow_state = (30.0, 0.0, 0.4, 0.0, 0.0, 400.0, 400.0)  # own ship at 0.4 m/s
+    slow = rl_observation((slow_state, [(12.0, 0.5, 0.0, 1.0, 1.0)]))
+    assert original.force(_ros(slow)).tolist() == pytest.approx(attraction, abs=1e-12)
+    assert textbook.force(_ros(slow)).tolist() != pytest.approx(attraction, abs=1e-6)
 
 
 def _ros(obs):

@@ -39,8 +39,10 @@ class APFPolicy(BaselinePolicy):
     """Artificial potential field over the 25 discrete thrust changes.
 
     Args:
-        variant: ``"textbook"`` (repel within ``influence_distance`` only) or ``"original"``
-            (the node: repel, or attract, at every distance).
+        variant: ``"textbook"`` (every approached object repels, within
+            ``influence_distance`` only) or ``"original"`` (the node: repel, or attract, at
+            every distance, and only from objects that move while the own ship moves, both at
+            0.5 m/s or more: its check_COLREGs gives a static object no point).
         k_att: attraction gain (N/m in the node's units, a pure weight here).
         k_rep: repulsion gain.
         influence_distance: ``d0`` (m).
@@ -83,8 +85,11 @@ class APFPolicy(BaselinePolicy):
         closing = ((obs.velocity.unsqueeze(-2) - w) * p).sum(-1) / dist > 0
         zones = colregs_points(obs)
         points = torch.cat((p.unsqueeze(-2), zones.virtual), dim=-2)  # B + [K, 5, 2]
+        # the object itself: always in the textbook form; in the node's only when the object
+        # and the own ship both move (its check_COLREGs returns no point otherwise)
+        itself = torch.ones_like(zones.in_zone) if self.variant == "textbook" else zones.moving
         counted = torch.cat(
-            (torch.ones_like(zones.in_zone).unsqueeze(-1), zones.in_zone.unsqueeze(-1)
+            (itself.unsqueeze(-1), zones.in_zone.unsqueeze(-1)
              .expand(*zones.in_zone.shape, zones.virtual.shape[-2])), dim=-1,
         ) & (obs.mask & closing).unsqueeze(-1)  # fmt: skip
         point_dist = torch.linalg.vector_norm(points, dim=-1)  # B + [K, 5]

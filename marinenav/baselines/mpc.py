@@ -6,10 +6,12 @@ All geometry in the ROS robot frame (x forward, y to port; m, m/s). Every candid
 - a horizon of ``T = 5`` steps of 0.2 s: the own ship starts at the origin with its velocity
   ``v`` and the candidate's linear acceleration ``a`` and moves ``p += 0.2 v; v += 0.2 a``; at
   the horizon's end (the node scores that one position, not each step), for every object moved
-  to ``p_obj + 1.0 s * w`` (constant velocity over the horizon) with clearance ``dis = |p - p_obj| - r_own - r_obj < 10``:
+  to ``p_obj + 1.0 s * w`` (constant velocity over the horizon) with clearance
+  ``dis = |p - p_obj| - r_own - r_obj < 10``:
   ``(1 / (T 0.2)) (10 / max(dis, 9))^4 ((10 - dis) + 50 [dis < 0])``, and for each of the
   object's COLREGs points ``q`` (its four virtual obstacles when the own ship is in its zone,
-  else the object's unmoved position) that the own ship overlaps, ``10 + 2``;
+  else the object's unmoved position; none when the object or the own ship moves slower than
+  0.5 m/s) that the own ship overlaps, ``10 + 2``;
 - energy ``0.0005 (|l| + |r_t|) * 1.0 s`` of the candidate's thrusts.
 
 The lowest cost wins. The node reads stale object radii after its first call (a list it never
@@ -126,8 +128,10 @@ class MPCPolicy(BaselinePolicy):
         # the virtual obstacles in a zone, else the object's own (unmoved) position
         points = torch.cat((obs.objects_pos.unsqueeze(-2), zones.virtual), dim=-2)  # B+[K,5,2]
         in_zone = zones.in_zone.unsqueeze(-1)
+        # the node's check_COLREGs gives an object no point unless it and the own ship move
+        itself = (~zones.in_zone & zones.moving).unsqueeze(-1)
         use = torch.cat(
-            (~in_zone, in_zone.expand(*zones.in_zone.shape, zones.virtual.shape[-2])), dim=-1
+            (itself, in_zone.expand(*zones.in_zone.shape, zones.virtual.shape[-2])), dim=-1
         ) & obs.mask.unsqueeze(-1)  # B + [K, 5]
         reach = radii.unsqueeze(-1).expand(use.shape)  # B + [K, 5] r_own + r_obj
         use = (use & (reach > 0)).flatten(-2)  # B + [K * 5]; no overlap with a reach <= 0

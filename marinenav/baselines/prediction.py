@@ -194,10 +194,15 @@ class ColregsPoints:
             is the object's heading (left crossing) or its starboard side (head-on).
         in_zone: ``B + [K]`` bool, the own ship is in the object's left-crossing or head-on
             zone (then the virtual obstacles count).
+        moving: ``B + [K]`` bool, the object and the own ship both move at 0.5 m/s or more.
+            The node's ``check_COLREGs`` returns no point at all otherwise, not even the
+            object's own position: its APF then gets no repulsion from that object, and its
+            MPC no COLREGs cost.
     """
 
     virtual: torch.Tensor
     in_zone: torch.Tensor
+    moving: torch.Tensor
 
 
 def colregs_points(obs: RosObservation) -> ColregsPoints:
@@ -229,4 +234,6 @@ def colregs_points(obs: RosObservation) -> ColregsPoints:
     direction = torch.where(head_on.unsqueeze(-1), starboard, unit)  # B + [K, 2]
     steps = VIRTUAL_SPACING * torch.arange(1, NUM_VIRTUAL + 1, dtype=p.dtype, device=p.device)
     virtual = p.unsqueeze(-2) + steps.unsqueeze(-1) * direction.unsqueeze(-2)
-    return ColregsPoints(virtual=virtual, in_zone=(crossing | head_on) & obs.mask)
+    return ColregsPoints(
+        virtual=virtual, in_zone=(crossing | head_on) & obs.mask, moving=moving & obs.mask
+    )
