@@ -6,8 +6,8 @@ the trainer's paper set) and its ``large/<timestep>.json`` evaluations (the 600-
 set) and prints one Markdown row per run:
 
 * the last checkpoint's large-set success with its Wilson 95% interval and per-stage rates;
-* the large-set successes of the evaluated checkpoints kept (the last four by default) and their
-  span (max - min), the issue's measure of a steady end;
+* the large-set successes of the evaluated checkpoints kept (the last four by default), their
+  mean and their span (max - min), the issue's measure of a steady end;
 * the best validation checkpoint's large-set success (``large/best.json``);
 * the run's own wall clock in minutes (``wall_clock_s`` of its last evaluation).
 
@@ -66,7 +66,8 @@ def row(run: Path) -> tuple[str, float]:
     minutes = validations[-1]["wall_clock_s"] / 60
     kept = ", ".join(f"{r:.3f}" for r in rates)
     cells = [str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run), f"{last_t:,}",
-             f"{minutes:.0f}", format_rate(succ, n), stages, kept, f"{max(rates) - min(rates):.3f}",
+             f"{minutes:.0f}", format_rate(succ, n), stages, kept, f"{sum(rates) / len(rates):.3f}",
+             f"{max(rates) - min(rates):.3f}",
              best]  # fmt: skip
     return "| " + " | ".join(cells) + " |", succ / n
 
@@ -76,10 +77,10 @@ def main() -> None:
     parser.add_argument("runs", nargs="+", type=Path, help="collected run directories")
     args = parser.parse_args()
     header = ["run", "timesteps", "minutes", "last, large set",
-              *(f"stage {i}" for i in range(STAGES)), "kept checkpoints, large set", "span",
-              "best (validation), large set"]  # fmt: skip
+              *(f"stage {i}" for i in range(STAGES)), "kept checkpoints, large set",
+              "their mean", "span", "best (validation), large set"]  # fmt: skip
     print("| " + " | ".join(header) + " |")
-    print("| --- | " + "---: | " * (len(header) - 4) + "--- | ---: | ---: |")
+    print("| --- | " + "---: | " * (len(header) - 5) + "--- | ---: | ---: | ---: |")
     lasts = []
     for run in args.runs:
         line, rate = row(run.resolve())
