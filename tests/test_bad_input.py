@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from marinenav.agents import agent_class
-from marinenav.training import config as config_module
-from marinenav.training.config import ConfigError, memory_estimate, validate
+from marinenav.training import validation as validation_module
 from marinenav.training.trainer import Trainer, TrainingDiverged
+from marinenav.training.validation import ConfigError, memory_estimate, validate
 from tests.run_utils import ROOT, tiny_config, train_py
 
 # what Hydra offers for agent=: the yaml files of conf/agent, sorted (a new agent adds its own)
@@ -137,8 +137,8 @@ def test_sizes_that_cannot_fit_are_refused_with_the_estimate(monkeypatch) -> Non
     cfg = tiny_config("agent=dqn", "env.robot_slots=1000", "training.replay_capacity=10000")
     estimate = memory_estimate(cfg)
     # 2 training + 2 evaluation environments x 1000 robot slots x 1004 objects, plus the replay
-    assert estimate == 4 * 1000 * 1004 * config_module.PAIR_BYTES + 10000 * 400
-    monkeypatch.setattr(config_module, "available_memory", lambda device: 4 * 2**30)
+    assert estimate == 4 * 1000 * 1004 * validation_module.PAIR_BYTES + 10000 * 400
+    monkeypatch.setattr(validation_module, "available_memory", lambda device: 4 * 2**30)
     with pytest.raises(ConfigError) as error:
         validate(cfg)
     assert str(error.value) == (

@@ -76,7 +76,8 @@ def check_train_command(command: str) -> None:
     import torch
     from hydra import compose, initialize_config_dir
 
-    from marinenav.training.config import ConfigError, register_configs, validate
+    from marinenav.training.config import register_configs
+    from marinenav.training.validation import ConfigError, validate
 
     def first_value(arg: str) -> str:  # a sweep a,b,c composes as a; a list [a,b] stays
         value = arg.split("=", 1)[1] if "=" in arg else ""

@@ -17,9 +17,9 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from marinenav.training.config import ConfigError
 from marinenav.training.rundir import LOCK_NAME, RESUMES_NAME, RunDirectoryError
 from marinenav.training.trainer import Trainer
+from marinenav.training.validation import ConfigError
 from tests.run_utils import LONG, ROOT, TINY, start_training, tiny_config
 
 ALLOWED = ("training.total_timesteps, evaluation.interval, evaluation.first, checkpoint.*, "

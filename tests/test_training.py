@@ -13,10 +13,10 @@ import torch
 from omegaconf import open_dict
 from tensordict import TensorDictBase
 
-import marinenav.training.config as config_module
+import marinenav.training.validation as validation_module
 from marinenav.agents import AGENT_NAMES, agent_class
-from marinenav.training.config import ConfigError, memory_estimate, validate
 from marinenav.training.trainer import Trainer, crossed, linear_epsilon
+from marinenav.training.validation import ConfigError, memory_estimate, validate
 from tests.compile_utils import needs_cxx
 from tests.run_utils import TINY, tiny_config, train_py
 from tests.sync_utils import count_read_backs
@@ -225,12 +225,13 @@ def test_memory_estimate_counts_the_learners_data(monkeypatch) -> None:
     """The replay agent's estimate counts its replay, the rollout agent's its rollout (not the
     replay it never builds): 2 training + 2 evaluation environments x 5 robot slots x 9 objects
     of simulator working set, plus 10^6 transitions or 2 x 64 x 5 rollout robot-steps."""
-    simulation = 4 * 5 * 9 * config_module.PAIR_BYTES
+    simulation = 4 * 5 * 9 * validation_module.PAIR_BYTES
     replay = tiny_config(f"agent={first_agent('replay')}", "training.replay_capacity=1000000")
     rollout = tiny_config(f"agent={first_agent('rollout')}", "training.replay_capacity=1000000")
     assert memory_estimate(replay) == simulation + 1_000_000 * 400
-    assert memory_estimate(rollout) == simulation + 2 * 64 * 5 * config_module.ROLLOUT_STEP_BYTES
-    monkeypatch.setattr(config_module, "available_memory", lambda device: 2**20)
+    rollout_bytes = 2 * 64 * 5 * validation_module.ROLLOUT_STEP_BYTES
+    assert memory_estimate(rollout) == simulation + rollout_bytes
+    monkeypatch.setattr(validation_module, "available_memory", lambda device: 2**20)
     with pytest.raises(ConfigError, match="and agent.rollout_steps=64 need about") as error:
         validate(rollout)
     assert "\n" not in str(error.value)

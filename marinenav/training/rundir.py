@@ -25,7 +25,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from marinenav.training.config import ConfigError
+from marinenav.training.validation import ConfigError
 
 LOCK_NAME = "run.lock"
 RESUMES_NAME = "resumes.jsonl"  # one record per resume: when, from which timestep, what changed

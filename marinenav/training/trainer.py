@@ -59,12 +59,7 @@ from marinenav.training.checkpoint import (
     peek_checkpoint,
     write_checkpoint,
 )
-from marinenav.training.config import (
-    evaluation_layout,
-    schedule_of,
-    validate,
-    with_intervals,
-)
+from marinenav.training.config import evaluation_layout, schedule_of, with_intervals
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar, truncate_csv_logs
@@ -74,6 +69,7 @@ from marinenav.training.rundir import (
     check_resumable,
     record_resume,
 )
+from marinenav.training.validation import validate
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
 # The trainer's record of a run: what it says to the user, and each evaluation. Under train.py,
