@@ -82,3 +82,24 @@ def robot_observations(E: int, R: int, seed: int = 0) -> TensorDict:
     ``[E, R]`` in a TensorDict ``[E]``."""
     obs = observation(E * R, torch.Generator().manual_seed(seed))
     return TensorDict({"agents": {k: v.reshape(E, R, *v.shape[1:]) for k, v in obs.items()}}, [E])
+
+
+def planner_observation(rows: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """Float64 planner inputs ``(self_state [N, 7], objects [N, 5, 5], mask [N, 5])`` in
+    realistic ranges, drawn from ``generator``, as the original's node builds them: ``i % 6``
+    objects present in row ``i``, first, the rest zero padded; masks 0/1."""
+    f64 = torch.float64
+
+    def uniform(low: float, high: float, *shape: int) -> torch.Tensor:
+        return low + (high - low) * torch.rand(*shape, generator=generator, dtype=f64)
+
+    self_state = torch.cat(
+        (uniform(-30, 30, rows, 2), uniform(-1, 3, rows, 1), uniform(-1, 1, rows, 2),
+         uniform(-500, 1000, rows, 2)), dim=-1,
+    )  # fmt: skip
+    objects = torch.cat(
+        (uniform(-15, 15, rows, 5, 2), uniform(-2, 2, rows, 5, 2), uniform(0.5, 3, rows, 5, 1)),
+        dim=-1,
+    )
+    mask = (torch.arange(5) < (torch.arange(rows) % 6).unsqueeze(-1)).to(f64)
+    return self_state, objects * mask.unsqueeze(-1), mask

@@ -31,7 +31,7 @@ from marinenav.export import (
 from marinenav.planner import PlannerPolicy, load_planner
 from marinenav.training.learners import LEARNERS
 from marinenav.training.trainer import Trainer
-from tests.agent_utils import robot_observations
+from tests.agent_utils import planner_observation, robot_observations
 from tests.run_utils import tiny_config
 from tests.sync_utils import count_read_backs
 
@@ -201,26 +201,6 @@ def test_checkpoint_round_trip(name: str, tmp_path: Path) -> None:
     assert torch.equal(*actions)
 
 
-def planner_observation(rows: int, seed: int) -> tuple[torch.Tensor, ...]:
-    """Float64 planner inputs ``(self_state [N, 7], objects [N, 5, 5], mask [N, 5])`` in
-    realistic ranges, ``i % 6`` objects present in row ``i`` (zero padded)."""
-    gen = torch.Generator().manual_seed(seed)
-
-    def uniform(low: float, high: float, *shape: int) -> torch.Tensor:
-        return low + (high - low) * torch.rand(*shape, generator=gen, dtype=F64)
-
-    self_state = torch.cat(
-        (uniform(-30, 30, rows, 2), uniform(-1, 3, rows, 1), uniform(-1, 1, rows, 2),
-         uniform(-500, 1000, rows, 2)), dim=-1,
-    )  # fmt: skip
-    objects = torch.cat(
-        (uniform(-15, 15, rows, 5, 2), uniform(-2, 2, rows, 5, 2), uniform(0.5, 3, rows, 5, 1)),
-        dim=-1,
-    )
-    mask = (torch.arange(5) < (torch.arange(rows) % 6).unsqueeze(-1)).to(F64)
-    return self_state, objects * mask.unsqueeze(-1), mask
-
-
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_export_round_trip(name: str, tmp_path: Path) -> None:
     cls = agent_class(name)
@@ -232,7 +212,7 @@ def test_export_round_trip(name: str, tmp_path: Path) -> None:
     assert metadata["outputs"] == list(cls.export_outputs)
 
     rows = 12
-    state = planner_observation(rows, seed=5)
+    state = planner_observation(rows, torch.Generator().manual_seed(5))
     midpoints = ((torch.arange(32, dtype=F64) + 0.5) / 32).expand(rows, 32)
     extra = (midpoints,) if cls.export_extra_inputs else ()
     live = copy.deepcopy(agent.export_network()).double().eval()

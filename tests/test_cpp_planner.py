@@ -37,6 +37,7 @@ from marinenav.export import (
 )
 from marinenav.planner import PlannerPolicy, load_planner
 from marinenav.sim.constants import ROBOT_DEFAULTS
+from tests.agent_utils import planner_observation
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "cpp" / "planner_call"
@@ -112,25 +113,6 @@ def planner_call(request, tmp_path_factory) -> Path:
 
 
 # --- inputs and outputs -------------------------------------------------------------------------
-
-
-def observations(n: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
-    """``n`` robots' float64 observations in realistic ranges, as the node builds them: objects
-    present first, zero-padded to 5 (0 to 5 present, cycling), masks 0/1."""
-
-    def uniform(low: float, high: float, *shape: int) -> torch.Tensor:
-        return low + (high - low) * torch.rand(*shape, generator=generator, dtype=F64)
-
-    self_state = torch.cat(
-        (uniform(-30, 30, n, 2), uniform(-1, 3, n, 1), uniform(-1, 1, n, 2),
-         uniform(-500, 1000, n, 2)), dim=-1,
-    )  # fmt: skip
-    objects = torch.cat(
-        (uniform(-15, 15, n, 5, 2), uniform(-2, 2, n, 5, 2), uniform(0.5, 3, n, 5, 1)), dim=-1
-    )
-    counts = torch.arange(n) % 6
-    mask = (torch.arange(5) < counts.unsqueeze(-1)).to(F64)
-    return self_state, objects * mask.unsqueeze(-1), mask
 
 
 @dataclass
@@ -232,7 +214,7 @@ def check_planner(program: Path, path: Path, node: str, tmp_path: Path, seed: in
     module, name, metadata = load_planner(path)
     cls = agent_class(name)
     generator = torch.Generator().manual_seed(seed)
-    state = observations(NUM_ROBOTS, generator)
+    state = planner_observation(NUM_ROBOTS, generator)
     needs_taus = "taus" in cls.export_extra_inputs
     samples = bool(rule_options(cls, {"noise": None}))  # a sampling rule: SAC's, PPO's
     taus = torch.rand(NUM_ROBOTS, EXPORT_NUM_TAU, generator=generator, dtype=F64)
@@ -302,7 +284,7 @@ def test_node_draws_and_rainbow_support(planner_call: Path, tmp_path: Path) -> N
     ({1, 32})``, ``torch::randn_like(mu)``): IQN's quantiles are ``[1, 32, 25]`` and its action
     an index; SAC's actions lie in (-1, 1). Rainbow without a support argument uses the node's
     ``linspace(-1, 1, 51)``, as ``planner_action(v_min=-1, v_max=1)`` does."""
-    state = list(observations(NUM_ROBOTS, torch.Generator().manual_seed(13)))
+    state = list(planner_observation(NUM_ROBOTS, torch.Generator().manual_seed(13)))
     for model_type in ("IQN", "SAC"):
         calls = call_cpp(planner_call, PRETRAINED / f"traced_{model_type}_model.pt", model_type,
                          [*state, None, None], tmp_path)  # fmt: skip
@@ -322,6 +304,6 @@ def test_node_draws_and_rainbow_support(planner_call: Path, tmp_path: Path) -> N
 
 def test_planner_call_refuses_an_unknown_agent_type(planner_call: Path, tmp_path: Path) -> None:
     path = tmp_path / "input.txt"
-    write_input(path, [*observations(1, torch.Generator().manual_seed(0)), None, None])
+    write_input(path, [*planner_observation(1, torch.Generator().manual_seed(0)), None, None])
     result = _run([str(planner_call), str(PRETRAINED / "traced_DQN_model.pt"), "TD3", str(path)])
     assert result.returncode == 1 and "not one of the node's" in result.stderr
