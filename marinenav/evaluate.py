@@ -1,17 +1,17 @@
 """Evaluate a trained run, a planner file or a classical baseline.
 
-``python -m marinenav.evaluate RUN_DIR [--set paper|large | --scenarios FILE ...]`` loads the
-run's agent from its checkpoint; ``python -m marinenav.evaluate --planner FILE.pt
-[--agent-type ac_iqn]`` loads a TorchScript planner (the original's ``traced_*_model.pt`` or our
-export, :mod:`marinenav.planner`); ``python -m marinenav.evaluate --baseline apf|mpc
-[--variant textbook|original]`` builds the original's APF or MPC planner
-(:mod:`marinenav.baselines`). Each runs an evaluation set (the run's own
-``eval_configs.json`` by default; a named set, :data:`EVALUATION_SETS`; or scenario JSON files in
-the original's layout) all at once as one batched environment with deterministic actions (a
-planner acts by its own rule: SAC samples, IQN draws its taus, unless told otherwise), prints the
-original's metrics with Wilson 95% intervals and per stage, writes them to ``--out`` as JSON,
-and renders pictures of the first episodes (PNG frames and an animated GIF) when ``--pictures N``
-is given (runs and baselines).
+``python -m marinenav.evaluate RUN_DIR [--set paper|large] [--scenario LAYOUT | --scenarios
+FILE ...]`` loads the run's agent from its checkpoint; ``python -m marinenav.evaluate --planner
+FILE.pt [--agent-type ac_iqn]`` loads a TorchScript planner (the original's
+``traced_*_model.pt`` or our export, :mod:`marinenav.planner`); ``python -m marinenav.evaluate
+--baseline apf|mpc [--variant textbook|original]`` builds the original's APF or MPC planner
+(:mod:`marinenav.baselines`). Each runs an evaluation set (the run's own ``eval_configs.json``
+by default; a named set, :data:`EVALUATION_SETS`, of the random scenarios or of another layout,
+``--scenario harbour``; or scenario JSON files in the original's layout) all at once as one
+batched environment with deterministic actions (a planner acts by its own rule: SAC samples, IQN
+draws its taus, unless told otherwise), prints the original's metrics with Wilson 95% intervals
+and per stage, writes them to ``--out`` as JSON, and renders pictures of the first episodes (PNG
+frames and an animated GIF) when ``--pictures N`` is given (runs and baselines).
 
 Planners and baselines are evaluated in float64 (the original's precision and the files' own)
 with the evaluation seed 253, unless ``--dtype`` / ``--seed`` say otherwise.
@@ -30,9 +30,11 @@ from tensordict.nn import TensorDictModuleBase
 from marinenav.agents import Agent
 from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
 from marinenav.planner import PlannerLoadError, PlannerPolicy, planner_policy
+from marinenav.scenarios import LAYOUTS, make_layout
 from marinenav.sim import load_scenario_file
 from marinenav.stats import format_rate
 from marinenav.training.checkpoint import load_agent
+from marinenav.training.config import layout_of
 from marinenav.training.evaluation import (
     EVALUATION_SETS,
     Evaluator,
@@ -139,7 +141,7 @@ def evaluate_run(
     """Metrics of the run's agent on a scenario set, and the scenarios used."""
     agent, config = load_agent(run_dir, device)
     scenarios = run_scenarios(run_dir, scenario_files)
-    per_stage = None if scenario_files else config["curriculum"]["eval_episodes_per_stage"]
+    per_stage = None if scenario_files else stage_size(config, scenarios)
     return evaluate_agent(agent, config, scenarios, device, max_steps, per_stage), scenarios
 
 
@@ -187,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", choices=tuple(EVALUATION_SETS), default=None,
                         help="a named evaluation set (default: the run's own; planners: paper)")
     parser.add_argument("--scenarios", nargs="*", help="scenario JSON files (original layout)")
+    parser.add_argument("--scenario", choices=tuple(sorted(LAYOUTS)), default=None,
+                        help="a scenario layout's evaluation set, default options (with --set: "
+                             "its episodes per stage and seed; default paper)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                         help="planners and baselines: simulation precision")
     parser.add_argument("--seed", type=int, default=PLANNER_EVAL_SEED,
@@ -202,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a run directory, --planner FILE or --baseline NAME (one of them)")
     if args.set and args.scenarios:
         parser.error("give --set or --scenarios, not both")
+    if args.scenario and args.scenarios:
+        parser.error("give --scenario or --scenarios, not both")
     policy = None
     try:
         if args.planner:
@@ -241,15 +248,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def stage_size(config: dict[str, Any], scenarios: list) -> int:
+    """Episodes per stage of a run's own evaluation set (its layout's stages, equal sizes)."""
+    return len(scenarios) // layout_of(config).num_stages
+
+
 def _scenarios(args: argparse.Namespace, config: dict[str, Any] | None) -> tuple[list, int | None]:
     """The scenario set the arguments name, and its episodes per stage (None: no stages)."""
     if args.scenarios:
         return [s for path in args.scenarios for s in load_scenario_file(path)], None
+    if args.scenario:
+        layout = make_layout(args.scenario)
+        scenarios = named_scenarios(args.set or "paper", layout=layout)
+        return scenarios, len(scenarios) // layout.num_stages
     if args.set or config is None:
         name = args.set or "paper"
         return named_scenarios(name), EVALUATION_SETS[name][0]
     scenarios = json.loads((Path(args.run_dir) / "eval_configs.json").read_text())
-    return scenarios, config["curriculum"]["eval_episodes_per_stage"]
+    return scenarios, stage_size(config, scenarios)
 
 
 def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:

@@ -121,13 +121,15 @@ def help_sections(text: str) -> dict[str, list[str]]:
 
 def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
     """Issue 20: ``python train.py --help`` is a help page (conf/hydra/help/marinenav.yaml), not
-    the raw config: every agent, recipe, curriculum and logger backend is listed, the internal
+    the raw config: every agent, recipe, curriculum, scenario layout and logger backend is
+    listed (each layout with a YAML file), the internal
     ``schema/*`` groups are not, every main key exists in the composed config, and its three
     examples compose and validate."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from marinenav.agents import AGENT_NAMES
+    from marinenav.scenarios import LAYOUTS
     from marinenav.training.config import register_configs
     from marinenav.training.loggers import LOGGER_BACKENDS
 
@@ -146,6 +148,8 @@ def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
               for line in sections["Other groups"] if "|" in line}  # fmt: skip
     curricula = sorted(p.stem for p in (ROOT / "conf" / "curriculum").glob("*.yaml"))
     assert sorted(groups["curriculum"]) == curricula
+    layouts = sorted(p.stem for p in (ROOT / "conf" / "scenario").glob("*.yaml"))
+    assert sorted(groups["scenario"]) == layouts == sorted(LAYOUTS)
     keys_lines = sections["Main keys"]
     backend_line = next(line for line in keys_lines if line.startswith("logger.backend="))
     assert backend_line.split(None, 1)[1].startswith(" | ".join(LOGGER_BACKENDS))

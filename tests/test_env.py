@@ -16,6 +16,7 @@ from torchrl.envs.utils import check_env_specs
 
 from marinenav.envs import MarineNavEnv
 from marinenav.envs.trail import TrailRecorder
+from marinenav.scenarios import HarbourLayout
 from marinenav.sim import InfoState
 from marinenav.sim.scenario_json import load_scenario_file
 from tests.reference_data import REFERENCE_DIR
@@ -220,10 +221,12 @@ def test_step_and_reset_make_no_read_back() -> None:
 
 
 def test_bad_construction() -> None:
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="not several"):
         MarineNavEnv(2, num_robots=3, schedule={"timesteps": [0], "num_robots": [3],
                                                 "num_cores": [0], "num_obstacles": [0],
                                                 "min_start_goal_dis": [30.0]})  # fmt: skip
+    with pytest.raises(ValueError, match="not several"):
+        MarineNavEnv(2, num_robots=3, layout=HarbourLayout())
     with pytest.raises(ValueError, match="action_kind"):
         MarineNavEnv(2, "hybrid")
 

@@ -11,6 +11,8 @@ key                                    shape         meaning
 ``("agents", "active")``               ``[E, R]``    bool, the robot acts in this state
 ``("agents", "info")``                 ``[E, R]``    int64 ``InfoState`` of the last step
 ``("agents", "energy")``               ``[E, R, 1]`` thrust energy of the last step
+``("agents", "reward_terms")``         ``[E, R, T]`` the last step's reward by term (``T`` terms
+                                                    of ``sim.rules.REWARD_TERMS``, in order)
 ``("agents", "action")``               ``[E, R]`` / ``[E, R, 2]`` index 0..24 or values in [-1, 1]
 ``("agents", "reward")``               ``[E, R, 1]`` 0 for robots inactive before the step
 ``("agents", "terminated")``           ``[E, R, 1]`` the robot's episode ended (collision, goal, or
@@ -48,10 +50,11 @@ from torchrl.envs import EnvBase, TransformedEnv
 
 from marinenav.envs.trail import TrailRecorder
 from marinenav.keys import GROUP
+from marinenav.scenarios import ScenarioLayout
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
 from marinenav.sim.curriculum import CurriculumSchedule
-from marinenav.sim.rules import cut_at_first_collision, reset_codes
+from marinenav.sim.rules import REWARD_TERMS, cut_at_first_collision, reset_codes
 from marinenav.sim.simulator import ActionKind
 
 
@@ -76,6 +79,8 @@ class MarineNavEnv(EnvBase):
             the whole ``step_and_maybe_reset`` around the simulator.
         cudagraph_step: the simulator's ``cudagraphs`` (its step replayed as a CUDA graph).
         render_env: the environment whose trajectories :meth:`render` draws.
+        layout: a scenario layout (:mod:`marinenav.scenarios`, e.g.
+            ``make_layout("harbour")``) instead of the curriculum's random scenarios.
     """
 
     batch_locked = True
@@ -103,12 +108,15 @@ class MarineNavEnv(EnvBase):
         compile_step: bool = False,
         cudagraph_step: bool = False,
         render_env: int = 0,
+        layout: ScenarioLayout | None = None,
     ) -> None:
         if num_robots is not None:
             if isinstance(num_robots, bool) or not isinstance(num_robots, int) or num_robots < 1:
                 raise ValueError(f"num_robots must be a positive int, got {num_robots!r}")
-            if schedule is not None:
-                raise ValueError("give either num_robots (one stage) or schedule, not both")
+            if schedule is not None or layout is not None:
+                raise ValueError(
+                    "give one of num_robots (one stage), schedule or layout, not several"
+                )
             schedule = CurriculumSchedule(
                 timesteps=[0], num_robots=[num_robots], num_cores=[num_cores],
                 num_obstacles=[num_obstacles], min_start_goal_dis=[min_start_goal_dis],
@@ -117,7 +125,7 @@ class MarineNavEnv(EnvBase):
             robot_slots=robot_slots, obstacle_slots=obstacle_slots, core_slots=core_slots,
             schedule=schedule, device=device, dtype=dtype, seed=seed,
             max_episode_steps=max_episode_steps, validate=validate, compile=compile_step,
-            cudagraphs=cudagraph_step,
+            cudagraphs=cudagraph_step, layout=layout,
         )  # fmt: skip
         if scenarios is not None:
             sim = MarineNavSimulator.from_scenarios(scenarios, action_kind, **common)
@@ -168,6 +176,8 @@ class MarineNavEnv(EnvBase):
                     info=Categorical(len(InfoState), shape=agents, dtype=torch.int64,
                                      device=device),
                     energy=Unbounded((*agents, 1), dtype=dtype, device=device),
+                    reward_terms=Unbounded((*agents, len(REWARD_TERMS)), dtype=dtype,
+                                           device=device),
                     shape=agents,
                 ),
                 "is_init": flag(E, 1),
@@ -238,6 +248,7 @@ class MarineNavEnv(EnvBase):
         return self._output(
             active=sim.active, info=reset_codes(sim.scenario.robot_present),
             energy=torch.zeros_like(sim.state.theta).unsqueeze(-1),
+            reward_terms=sim.state.theta.new_zeros(*sim.state.theta.shape, len(REWARD_TERMS)),
             agent_flags=(empty, empty, torch.zeros_like(empty)), root_flags=(zeros, zeros, zeros),
         )  # fmt: skip
 
@@ -266,6 +277,7 @@ class MarineNavEnv(EnvBase):
             active=active_after,
             info=result.info,
             energy=result.energy.unsqueeze(-1),
+            reward_terms=result.reward_terms,
             agent_flags=agent_flags,
             root_flags=root_flags,
         )
@@ -278,6 +290,7 @@ class MarineNavEnv(EnvBase):
         active: torch.Tensor,
         info: torch.Tensor,
         energy: torch.Tensor,
+        reward_terms: torch.Tensor,
         agent_flags: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
         root_flags: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     ) -> TensorDict:
@@ -287,7 +300,8 @@ class MarineNavEnv(EnvBase):
             {
                 "self_state": obs.self_state, "objects": obs.objects,
                 "objects_mask": obs.objects_mask, "active": active, "info": info,
-                "energy": energy, "done": agent_flags[0], "terminated": agent_flags[1],
+                "energy": energy, "reward_terms": reward_terms, "done": agent_flags[0],
+                "terminated": agent_flags[1],
                 "truncated": agent_flags[2],
             },
             batch_size=(E, R), device=self.device,

@@ -17,6 +17,7 @@ own). Rewards are unitless; distances in metres; turn angles in radians.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -106,13 +107,37 @@ def terminal_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
     return torch.where(events.timeout.unsqueeze(-1), zero, terminal)
 
 
+# The reward's terms, in the order they are added (the original's: float round-off
+# included). To add a term: a function (scenario, events) -> [E, R] here, and an entry below;
+# every report of the terms (the step's ("agents", "reward_terms"), the trainer's
+# train/reward_<name>) follows this table. docs/extending.md, "Add a reward term".
+REWARD_TERMS: dict[str, Callable[[Scenario, StepEvents], torch.Tensor]] = {
+    "progress": progress_reward,
+    "colregs": colregs_penalty,
+    "terminal": terminal_reward,
+}
+
+
+def reward_terms(scenario: Scenario, events: StepEvents) -> torch.Tensor:
+    """Every term of every robot slot's reward ``[E, R, T]`` (``T = len(REWARD_TERMS)``, in
+    its order): 0 for slots that did not act (deactivated robots and padding)."""
+    terms = torch.stack([term(scenario, events) for term in REWARD_TERMS.values()], dim=-1)
+    return torch.where(events.acted.unsqueeze(-1), terms, torch.zeros_like(terms))
+
+
+def total_reward(terms: torch.Tensor) -> torch.Tensor:
+    """The reward ``[E, R]`` from its terms ``[E, R, T]``, added left to right."""
+    reward = terms[..., 0]
+    for k in range(1, terms.shape[-1]):  # a handful of terms, a static count
+        reward = reward + terms[..., k]
+    return reward
+
+
 def step_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
     """The reward of every robot slot ``[E, R]`` (spec A7): progress, then COLREGs penalty,
     then the terminal term, for robots that acted; 0 for inactive slots (deactivated robots
     and padding). The terms are added in the original's order (float round-off included)."""
-    reward = progress_reward(scenario, events) + colregs_penalty(scenario, events)
-    reward = reward + terminal_reward(scenario, events)
-    return torch.where(events.acted, reward, torch.zeros_like(reward))
+    return total_reward(reward_terms(scenario, events))
 
 
 def outcome_codes(scenario: Scenario, events: StepEvents) -> torch.Tensor:
@@ -202,9 +227,12 @@ __all__ = [
     "goal_distance",
     "outcome_codes",
     "progress_reward",
+    "REWARD_TERMS",
     "reset_codes",
+    "reward_terms",
     "step_limit_reached",
     "step_reward",
     "terminal_reward",
+    "total_reward",
     "terminate",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -61,6 +62,19 @@ PERCEPTION_FIELDS: dict[str, str] = {
     "r_kappa": "r_kappa",
     "r_mean_ratio": "r_mean_ratio",
 }
+
+
+class Slots(NamedTuple):
+    """Padded slot counts of a scenario batch: robots ``R``, static obstacles ``O``, vortex
+    cores ``C``. Equal to the plain tuple ``(R, O, C)``."""
+
+    robots: int
+    obstacles: int
+    cores: int
+
+    def covers(self, needed: Slots | tuple[int, int, int]) -> bool:
+        """Whether every count here is at least the one ``needed``."""
+        return all(have >= need for have, need in zip(self, needed, strict=True))
 
 
 @dataclass
@@ -131,9 +145,9 @@ class Scenario:
         return self.robot_present.shape[0]
 
     @property
-    def slots(self) -> tuple[int, int, int]:
+    def slots(self) -> Slots:
         """``(R, O, C)``: robot, obstacle and core slot counts."""
-        return (
+        return Slots(
             self.robot_present.shape[1],
             self.obstacle_present.shape[1],
             self.core_present.shape[1],

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
@@ -39,25 +39,24 @@ from marinenav.sim.constants import (
     ROBOT_DEFAULTS,
 )
 from marinenav.sim.current import current_velocity
-from marinenav.sim.curriculum import (
-    DEFAULT_TRAINING_SCHEDULE,
-    CurriculumSchedule,
-    CurriculumTable,
-)
+from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
 from marinenav.sim.dynamics import VesselState, integrate_step, step_energy
-from marinenav.sim.generation import generate_scenarios
 from marinenav.sim.noise import VonMisesTable
 from marinenav.sim.perception import Observation, PerceptionNoise, PerceptionResult, perceive
 from marinenav.sim.rules import (
     StepEvents,
     goal_distance,
     outcome_codes,
+    reward_terms,
     step_limit_reached,
-    step_reward,
     terminate,
+    total_reward,
 )
 from marinenav.sim.scenario import Scenario, default_scenario
 from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
+
+if TYPE_CHECKING:
+    from marinenav.scenarios.base import ScenarioLayout
 
 ActionKind = Literal["discrete", "continuous"]
 
@@ -67,6 +66,7 @@ class StepResult:
     """Per-step outputs. ``E`` environments, ``R`` robot slots."""
 
     reward: torch.Tensor  # [E, R] float; 0 for robots inactive before the step
+    reward_terms: torch.Tensor  # [E, R, T] float; the reward's terms (rules.REWARD_TERMS)
     done: torch.Tensor  # [E, R] bool; true for inactive slots, terminal robots and at timeout
     info: torch.Tensor  # [E, R] int64 InfoState codes
     was_active: torch.Tensor  # [E, R] bool; robots that acted in this step (learning data)
@@ -84,9 +84,10 @@ class MarineNavSimulator:
         num_envs: ``E``.
         action_kind: ``"discrete"`` (int64 index 0..24 per robot, ``[E, R]``) or
             ``"continuous"`` (two values in ``[-1, 1]`` per robot, ``[E, R, 2]``).
-        robot_slots, obstacle_slots, core_slots: ``R, O, C``; default to the schedule's
-            maxima. A schedule needing more raises ``ValueError``.
-        schedule: curriculum (spec A9); default the original's 6-stage training schedule.
+        robot_slots, obstacle_slots, core_slots: ``R, O, C``; default to what the layout
+            places at most. A layout needing more raises ``ValueError``.
+        schedule: curriculum of the random scenarios (spec A9); default the original's
+            6-stage training schedule. Shorthand for ``layout=RandomLayout(schedule=...)``.
         device, dtype: where and in what float precision to simulate.
         seed: seed of the simulator's ``torch.Generator`` (scenarios and perception noise).
         max_episode_steps: the original's 1000-step limit.
@@ -99,6 +100,8 @@ class MarineNavSimulator:
             noise is drawn outside the graph from the simulator's generator, which a capture
             could not register, and the graph reads the simulator's buffers, which every
             reset and load writes in place.
+        layout: where restarting environments' vessels, obstacles and cores are placed (a
+            :class:`marinenav.scenarios.ScenarioLayout`; give it or ``schedule``, not both).
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class MarineNavSimulator:
         validate: bool = True,
         compile: bool = False,
         cudagraphs: bool = False,
+        layout: ScenarioLayout | None = None,
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -125,11 +129,20 @@ class MarineNavSimulator:
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
         if max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
-        if schedule is None:
-            schedule = DEFAULT_TRAINING_SCHEDULE
-        elif not isinstance(schedule, CurriculumSchedule):
-            schedule = CurriculumSchedule.from_dict(schedule)
-        max_robots, max_obstacles, max_cores = schedule.max_counts()
+        # Layouts (marinenav.scenarios) build on this package's placement modules; the
+        # simulator holds one (VMAS's Environment -> Scenario -> core), imported at use.
+        from marinenav.scenarios import RandomLayout, check_slots
+
+        if layout is not None:
+            if schedule is not None:
+                raise ValueError("give a schedule (random scenarios) or a layout, not both")
+        else:
+            if schedule is None:
+                schedule = DEFAULT_TRAINING_SCHEDULE
+            elif not isinstance(schedule, CurriculumSchedule):
+                schedule = CurriculumSchedule.from_dict(schedule)
+            layout = RandomLayout(schedule=schedule)
+        max_robots, max_obstacles, max_cores = layout.slots
         slots = (
             max_robots if robot_slots is None else robot_slots,
             max_obstacles if obstacle_slots is None else obstacle_slots,
@@ -140,7 +153,9 @@ class MarineNavSimulator:
                 raise ValueError(f"{name} must be a non-negative int, got {count!r}")
         if slots[0] < 1:
             raise ValueError("robot_slots must be at least 1")
-        schedule.check_slots(*slots)
+        if isinstance(layout, RandomLayout):
+            layout.schedule.check_slots(*slots)  # names the curriculum stage at fault
+        check_slots(layout, slots)
 
         self.num_envs = num_envs
         self.action_kind: ActionKind = action_kind
@@ -162,8 +177,7 @@ class MarineNavSimulator:
         # that skips enough work; eager CPU only (picking them is free there, a sync on CUDA;
         # a compiled step keeps fixed shapes). Same numbers either way.
         self.compact_perception = self.device.type == "cpu"
-        self.schedule = schedule
-        self._curriculum = CurriculumTable(schedule, device=self.device, dtype=dtype)
+        self.layout = layout  # what a restarting environment gets (marinenav.scenarios)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
@@ -197,7 +211,7 @@ class MarineNavSimulator:
         )
         # Radius-noise quantile tables, one per distinct r_kappa; rebuilt only where scenarios
         # with new values are loaded (generated scenarios take the base's values).
-        self._radius_noise = VonMisesTable.for_values(self._base.r_kappa)
+        self._radius_noise = VonMisesTable.for_values(layout.radius_noise_kappas(self._base))
         self.collision = zeros(R, kind=torch.bool)
         self.reach_goal = zeros(R, kind=torch.bool)
         self.deactivated = zeros(R, kind=torch.bool)
@@ -257,7 +271,11 @@ class MarineNavSimulator:
             len(scenarios),
             action_kind,
             *slots,
-            schedule=kwargs.pop("schedule", None) or _schedule_for_slots(*slots),
+            **(
+                {}
+                if kwargs.get("layout") is not None
+                else {"schedule": kwargs.pop("schedule", None) or _schedule_for_slots(*slots)}
+            ),
             **kwargs,
         )
         sim.load_scenarios(scenarios)
@@ -294,22 +312,21 @@ class MarineNavSimulator:
         if self._all_fixed:
             self.scenario.assign_(mask, self._templates)
         elif ids is not None:
-            restarted = self._generate(self._base.index(ids), ids.numel())
+            restarted = self._generate(self._base.index(ids))
             if self._any_fixed:
                 restarted = self._templates.index(ids).select(self._fixed[ids], restarted)
             self.scenario.put_(ids, restarted)
         else:
-            new = self._generate(self._base, self.num_envs)
+            new = self._generate(self._base)
             if self._any_fixed:
                 new = self._templates.select(self._fixed, new)
             self.scenario.assign_(mask, new)
         self._restart(mask, ids, restarted)
         return self.observation
 
-    def _generate(self, base: Scenario, n: int) -> Scenario:
-        """``n`` new scenarios for the curriculum stage of ``curriculum_step``."""
-        counts = self._curriculum.stage_params(self.curriculum_step, n)
-        return generate_scenarios(base, *counts, generator=self.generator)
+    def _generate(self, base: Scenario) -> Scenario:
+        """``n`` new scenarios from the layout, at the clock ``curriculum_step``."""
+        return self.layout.generate(base, self.curriculum_step, self.generator)
 
     def load_scenarios(
         self,
@@ -473,7 +490,8 @@ class MarineNavSimulator:
             reach_goal=self.reach_goal | (active & seen.reach_goal),
             timeout=step_limit_reached(self.episode_steps, self.max_episode_steps),
         )
-        reward = step_reward(s, events)
+        terms = reward_terms(s, events)
+        reward = total_reward(terms)
         end = terminate(s, events)
         energy = step_energy(state.thrust, s, self.num_substeps)
         obs = seen.observation
@@ -484,7 +502,8 @@ class MarineNavSimulator:
             "deactivated": end.deactivated, "apply_colregs": events.apply_colregs,
             "self_state": obs.self_state, "objects": obs.objects,
             "objects_mask": obs.objects_mask,
-            "reward": reward, "done": end.done, "info": outcome_codes(s, events),
+            "reward": reward, "reward_terms": terms, "done": end.done,
+            "info": outcome_codes(s, events),
             "was_active": active, "terminated": end.terminated, "truncated": end.truncated,
             "energy": torch.where(active, energy, torch.zeros_like(energy)),
             "env_done": end.env_done, "env_truncated": end.env_truncated,
@@ -538,6 +557,7 @@ class MarineNavSimulator:
         """Radius-noise tables for every ``r_kappa`` a reset can bring (host read, load time)."""
         kappas = torch.cat(
             [t.r_kappa.reshape(-1) for t in (self._base, self.scenario, self._templates)]
+            + [self.layout.radius_noise_kappas(self._base).reshape(-1)]
         )
         if not self._radius_noise.covers(kappas):
             self._radius_noise = VonMisesTable.for_values(kappas)

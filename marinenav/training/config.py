@@ -24,6 +24,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from marinenav.agents import AGENT_NAMES, agent_class
+from marinenav.scenarios import LAYOUTS, ScenarioLayout, layout_class, make_layout
 from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
 
 
@@ -113,6 +114,9 @@ class TrainConfig:
     # (agent=<name>, a name of marinenav.agents.AGENT_NAMES; mappo and ippo learn on-policy
     # from rollouts)
     agent: Any = MISSING
+    # the scenario layout group: random (the curriculum's, the default) | files | harbour
+    # (scenario=<name>, a name of marinenav.scenarios.LAYOUTS; its options under scenario.*)
+    scenario: Any = MISSING
     env: EnvConf = field(default_factory=EnvConf)
     curriculum: CurriculumConf = field(default_factory=CurriculumConf)
     logger: LoggerConf = field(default_factory=LoggerConf)
@@ -131,14 +135,24 @@ class TrainConfig:
     overwrite: bool = False
 
 
-def agent_schema(name: str) -> type:
-    """A dataclass with the agent's hyperparameters plus its ``name``."""
-    config_class = agent_class(name).config_class
+def named_schema(config_class: type, name: str) -> type:
+    """``config_class`` (a dataclass of options) plus a ``name`` field defaulting to ``name``:
+    the schema of a group file that selects ``name`` (an agent, a scenario layout)."""
     return dataclasses.make_dataclass(
         f"{config_class.__name__}Schema",
         [("name", str, field(default=name))],
         bases=(config_class,),
     )
+
+
+def agent_schema(name: str) -> type:
+    """A dataclass with the agent's hyperparameters plus its ``name``."""
+    return named_schema(agent_class(name).config_class, name)
+
+
+def layout_schema(name: str) -> type:
+    """A dataclass with the scenario layout's options plus its ``name``."""
+    return named_schema(layout_class(name).Config, name)
 
 
 def register_configs() -> None:
@@ -149,6 +163,8 @@ def register_configs() -> None:
     store.store(name="train_schema", node=TrainConfig)
     for name in AGENT_NAMES:
         store.store(group="schema/agent", name=name, node=agent_schema(name))
+    for name in LAYOUTS:
+        store.store(group="schema/scenario", name=name, node=layout_schema(name))
     store.store(group="schema/env", name="env", node=EnvConf)
     store.store(group="schema/curriculum", name="curriculum", node=CurriculumConf)
     store.store(group="schema/logger", name="logger", node=LoggerConf)
@@ -161,6 +177,27 @@ def schedule_of(cfg) -> CurriculumSchedule:
         timesteps=list(c.timesteps), num_robots=list(c.num_robots), num_cores=list(c.num_cores),
         num_obstacles=list(c.num_obstacles), min_start_goal_dis=list(c.min_start_goal_dis),
     )  # fmt: skip
+
+
+def layout_of(cfg) -> ScenarioLayout:
+    """The scenario layout of a run config (``scenario.name`` and its options). A config
+    without a ``scenario`` node (a checkpoint of an earlier version) gets the random layout of
+    its curriculum."""
+    from omegaconf import OmegaConf
+
+    node = cfg.get("scenario", None) if hasattr(cfg, "get") else None
+    if node is None:
+        return make_layout("random", _curriculum_options(cfg))
+    if isinstance(node, dict):  # a checkpoint's config
+        options = dict(node)
+    else:
+        options = OmegaConf.to_container(node, resolve=True)
+    return make_layout(options.pop("name"), options)
+
+
+def _curriculum_options(cfg) -> dict:
+    keys = ("timesteps", "num_robots", "num_cores", "num_obstacles", "min_start_goal_dis")
+    return {key: list(cfg["curriculum"][key]) for key in keys}
 
 
 def evaluation_layout(cfg) -> tuple[int, int]:

@@ -36,11 +36,9 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import MarineNavEnv
 from marinenav.keys import OBSERVATION_KEYS, dtype_named
+from marinenav.scenarios import RandomLayout, ScenarioLayout
 from marinenav.sim import InfoState
-from marinenav.sim.curriculum import CurriculumSchedule, evaluation_stage_params
-from marinenav.sim.generation import generate_scenarios
-from marinenav.sim.scenario import default_scenario
-from marinenav.sim.scenario_json import scenarios_to_dicts
+from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
 from marinenav.stats import wilson_interval
 
 EARLY_EXIT_EVERY = 50  # evaluation steps between host checks on CUDA (early exit, compaction)
@@ -57,14 +55,11 @@ def evaluation_scenarios(
     obstacle_slots: int,
     core_slots: int,
 ) -> list[dict]:
-    """The fixed evaluation set as scenario dicts (stage 0's episodes first)."""
-    params = evaluation_stage_params(schedule, episodes_per_stage, dtype=torch.float64)
-    count = params.num_robots.shape[0]
-    base = default_scenario(count, robot_slots, obstacle_slots, core_slots, torch.float64)
-    base.seed.fill_(seed)
-    base.is_eval_env.fill_(True)
-    generator = torch.Generator().manual_seed(seed)
-    return scenarios_to_dicts(generate_scenarios(base, *params, generator=generator))
+    """The fixed evaluation set of the curriculum's random scenarios as scenario dicts (stage
+    0's episodes first): :meth:`RandomLayout.evaluation_scenarios`."""
+    return RandomLayout(schedule=schedule).evaluation_scenarios(
+        episodes_per_stage, seed, (robot_slots, obstacle_slots, core_slots)
+    )
 
 
 def named_scenarios(
@@ -73,20 +68,23 @@ def named_scenarios(
     robot_slots: int = 5,
     obstacle_slots: int = 4,
     core_slots: int = 0,
+    layout: ScenarioLayout | None = None,
 ) -> list[dict]:
-    """The named evaluation set (:data:`EVALUATION_SETS`) of ``schedule`` (default the paper's
-    curriculum), as scenario dicts, stage by stage."""
+    """The named evaluation set (:data:`EVALUATION_SETS`: episodes per stage and seed) of a
+    layout (default: the random scenarios of ``schedule``, default the paper's curriculum), as
+    scenario dicts, stage by stage. Slots grow to what the layout places."""
     if name not in EVALUATION_SETS:
         raise ValueError(
             f"unknown evaluation set {name!r}; choose one of {', '.join(EVALUATION_SETS)}"
         )
-    from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE
-
+    if layout is None:
+        layout = RandomLayout(schedule=schedule or DEFAULT_TRAINING_SCHEDULE)
+    elif schedule is not None:
+        raise ValueError("give a schedule or a layout, not both")
     per_stage, seed = EVALUATION_SETS[name]
-    return evaluation_scenarios(
-        schedule or DEFAULT_TRAINING_SCHEDULE, per_stage, seed, robot_slots, obstacle_slots,
-        core_slots,
-    )  # fmt: skip
+    slots = [max(have, need) for have, need in
+             zip((robot_slots, obstacle_slots, core_slots), layout.slots, strict=True)]  # fmt: skip
+    return layout.evaluation_scenarios(per_stage, seed, slots)
 
 
 def evaluation_setup(config: Mapping[str, Any], scenarios: Sequence[Mapping]) -> dict[str, Any]:

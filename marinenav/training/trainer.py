@@ -51,6 +51,7 @@ from marinenav.agents import Agent, agent_class
 from marinenav.envs import MarineNavEnv
 from marinenav.keys import dtype_named
 from marinenav.sim import InfoState
+from marinenav.sim.rules import REWARD_TERMS
 from marinenav.training.checkpoint import (
     BEST_DIR,
     CHECKPOINT_NAME,
@@ -59,8 +60,8 @@ from marinenav.training.checkpoint import (
     peek_checkpoint,
     write_checkpoint,
 )
-from marinenav.training.config import evaluation_layout, schedule_of, with_intervals
-from marinenav.training.evaluation import Evaluator, evaluation_scenarios
+from marinenav.training.config import evaluation_layout, layout_of, with_intervals
+from marinenav.training.evaluation import Evaluator
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar, truncate_csv_logs
 from marinenav.training.rundir import (
@@ -215,13 +216,13 @@ class Trainer:
         self.device = resolve_device(cfg.device)
         if cfg.threads > 0:  # small networks: more threads hand off more than they compute
             torch.set_num_threads(cfg.threads)
-        schedule = schedule_of(cfg)
+        layout = layout_of(cfg)
         torch.manual_seed(cfg.seed)
         self.agent = self._make_agent()
         if cfg.training.get("target_tau", None) is not None:
             self.agent.use_soft_targets(cfg.training.target_tau)
         self.env = MarineNavEnv(
-            cfg.env.num_envs, self.agent.action_kind, schedule=schedule,
+            cfg.env.num_envs, self.agent.action_kind, layout=layout,
             robot_slots=cfg.env.robot_slots, obstacle_slots=cfg.env.obstacle_slots,
             core_slots=cfg.env.core_slots, device=self.device, dtype=self.dtype,
             seed=cfg.seed, max_episode_steps=cfg.env.max_episode_steps, validate=False,
@@ -229,9 +230,9 @@ class Trainer:
         )  # fmt: skip
         self.learner = make_learner(self.agent, cfg, self.device)
         eval_per_stage, eval_seed = evaluation_layout(cfg)
-        scenarios = evaluation_scenarios(
-            schedule, eval_per_stage, eval_seed,
-            cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots,
+        scenarios = layout.evaluation_scenarios(
+            eval_per_stage, eval_seed,
+            (cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots),
         )  # fmt: skip
         (self.run_dir / "eval_configs.json").write_text(json.dumps(scenarios))
         self.evaluator = Evaluator(
@@ -239,7 +240,7 @@ class Trainer:
             cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots, self.device,
             self.dtype, seed=eval_seed,
         )  # fmt: skip
-        self.evaluator.episodes_per_stage = eval_per_stage
+        self.evaluator.episodes_per_stage = len(scenarios) // layout.num_stages
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
         self.updates = 0
@@ -255,6 +256,12 @@ class Trainer:
         self.episode_return = torch.zeros(E, dtype=torch.float64, device=self.device)
         self.reached = torch.zeros(E, R, dtype=torch.bool, device=self.device)
         self.collided = torch.zeros(E, dtype=torch.bool, device=self.device)
+        # each reward term's sum over the episode so far [E, T], and over finished episodes
+        # (per robot, as the return) since the last log [T]; T terms of REWARD_TERMS
+        self.episode_terms = torch.zeros(
+            E, len(REWARD_TERMS), dtype=torch.float64, device=self.device
+        )
+        self.term_sums = torch.zeros(len(REWARD_TERMS), dtype=torch.float64, device=self.device)
         self.logger = make_logger(cfg.logger, self.run_dir, OmegaConf.to_container(cfg))
         # what a stop message tells the user to run (train.py sets the exact command line)
         self.resume_command = f"python train.py agent={cfg.agent.name} resume={self.run_dir}"
@@ -420,6 +427,7 @@ class Trainer:
         reward = step_output.get(("agents", "reward")).squeeze(-1)
         done = step_output.get("done").squeeze(-1)
         self.episode_return += reward.sum(-1).double()
+        self.episode_terms += step_output.get(("agents", "reward_terms")).sum(1).double()
         self.reached |= info == InfoState.REACH_GOAL
         self.collided |= (info == InfoState.COLLISION).any(-1)
         empty = info == InfoState.EMPTY_SLOT
@@ -435,22 +443,27 @@ class Trainer:
                 reward.sum().double(),
             )
         )
+        finished = torch.where(done.unsqueeze(-1), self.episode_terms / robots.unsqueeze(-1), 0.0)
+        self.term_sums += finished.sum(0)
         self.episode_return.masked_fill_(done, 0.0)
+        self.episode_terms.masked_fill_(done.unsqueeze(-1), 0.0)
         self.reached.masked_fill_(done.unsqueeze(-1), False)
         self.collided.masked_fill_(done, False)
 
     # ------------------------------------------------------------------ reporting
     def log_metrics(self, timesteps_per_second: float, bar) -> dict[str, float]:
         """Read the accumulators back in one transfer, log them and reset them."""
-        values = [self.metrics]
+        values = [self.metrics, self.term_sums]
         names = ["episodes", "successes", "return_sum", "transitions", "reward_sum"]
+        names += [f"term_{name}" for name in REWARD_TERMS]
+        kept = len(names)
         if self.loss_sums is not None:
             for key, value in self.loss_sums.items():
                 values.append(value.detach().double().reshape(1))
                 names.append(key)
         host = torch.cat(values).tolist()  # host: one read-back per logging interval
         raw = dict(zip(names, host, strict=True))
-        broken = [name for name in names[len(self.metrics):] if not math.isfinite(raw[name])]
+        broken = [name for name in names[kept:] if not math.isfinite(raw[name])]
         if broken:
             self._diverged(f"{broken[0]} is {raw[broken[0]]}")
         episodes = raw["episodes"]
@@ -458,6 +471,9 @@ class Trainer:
             "train/episodes": episodes,
             "train/success_rate": raw["successes"] / episodes if episodes else float("nan"),
             "train/episode_return": raw["return_sum"] / episodes if episodes else float("nan"),
+            # the return's terms (they add up to it): which term drives behaviour
+            **{f"train/reward_{name}": raw[f"term_{name}"] / episodes if episodes else float("nan")
+               for name in REWARD_TERMS},
             "train/transitions": raw["transitions"],
             "train/timesteps_per_second": timesteps_per_second,
             "train/updates": float(self.updates),
@@ -478,6 +494,7 @@ class Trainer:
                 refresh=False,
             )  # fmt: skip
         self.metrics.zero_()
+        self.term_sums.zero_()
         self.loss_sums = None
         self._updates_at_log = self.updates
         return scalars
@@ -582,7 +599,8 @@ class Trainer:
             "counters": {"timesteps": self.timesteps, "updates": self.updates,
                          "wall_clock_s": self.wall_clock},
             "trackers": {"metrics": self.metrics, "episode_return": self.episode_return,
-                         "reached": self.reached, "collided": self.collided},
+                         "reached": self.reached, "collided": self.collided,
+                         "episode_terms": self.episode_terms, "term_sums": self.term_sums},
             "evaluations": self.evaluations,
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,

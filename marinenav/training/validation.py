@@ -14,10 +14,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from marinenav.agents import AGENT_NAMES, agent_class
-from marinenav.training.config import (
-    evaluation_layout,
-    schedule_of,
-)
+from marinenav.scenarios import RandomLayout, check_slots
+from marinenav.training.config import evaluation_layout, layout_of, schedule_of
 from marinenav.training.loggers import LOGGER_BACKENDS
 
 
@@ -233,14 +231,21 @@ def _validate(cfg) -> None:
     if cfg.logger.backend not in LOGGER_BACKENDS:
         raise ConfigError(f"logger.backend must be one of {', '.join(LOGGER_BACKENDS)}, "
                           f"got {cfg.logger.backend!r}")  # fmt: skip
-    schedule = schedule_of(cfg)  # raises on malformed stages
-    for stage, robots in enumerate(schedule.num_robots):
-        if robots < 1:
-            raise ConfigError(
-                f"curriculum.num_robots[{stage}] must be at least 1 (every episode needs a "
-                f"robot), got {robots}"
-            )
-    schedule.check_slots(cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots)
+    slots = (cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots)
+    layout = layout_of(cfg)  # raises on bad options
+    if isinstance(layout, RandomLayout):  # the curriculum is the layout's: check its stages
+        schedule = schedule_of(cfg)  # raises on malformed stages
+        for stage, robots in enumerate(schedule.num_robots):
+            if robots < 1:
+                raise ConfigError(
+                    f"curriculum.num_robots[{stage}] must be at least 1 (every episode needs a "
+                    f"robot), got {robots}"
+                )
+        schedule.check_slots(*slots)
+    try:
+        check_slots(layout, slots)  # a files layout reads and checks its files here
+    except FileNotFoundError as error:
+        raise ConfigError(f"scenario.paths: {error}") from error
     needed = cfg.env.num_envs * cfg.env.robot_slots * 4
     if replay and cfg.training.replay_capacity < needed:
         raise ConfigError(

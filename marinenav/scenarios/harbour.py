@@ -1,0 +1,157 @@
+"""``scenario=harbour``: a channel with moored boats along both banks and two-way traffic.
+
+Written as a user would write a layout (docs/extending.md, "Add a scenario layout"): one class,
+one config dataclass, one YAML file (``conf/scenario/harbour.yaml``).
+
+The channel runs along the map's x axis ("North") through its middle. Moored boats (static
+obstacles of radius ``boat_radius``) lie in a row along each bank, ``channel_width`` apart, at
+x from 10 m to ``width - 10`` m, one boat in each of ``boats_per_bank`` equal stretches at a
+random place in its middle half. Vessels keep to starboard: ``northbound`` ones start near
+x = 3 m in the lane on the +y side of the centre line and head for the far end of the same
+lane, ``southbound`` ones the other way in the -y lane; ``crossing`` ones start at the -y edge
+of the traffic lanes, mid-channel, and cross to the +y edge, through both lanes. Vessels of one
+direction start 6.5 m apart along the channel, so no two start in contact (two hulls touch
+within 5.6 m); initial headings point at the goal, give or take 30 degrees; speeds and thrusts
+start at zero. Lanes span from 3 m off the centre line to 0.5 m short of touching a boat.
+
+All draws come from the generator handed to :meth:`HarbourLayout.generate`, one call per kind:
+``[n, vessels, 5]`` uniforms, then ``[n, 2 * boats_per_bank]``. One stage.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from marinenav.scenarios.base import ScenarioLayout, register_layout
+from marinenav.sim.constants import ROBOT_DEFAULTS
+from marinenav.sim.scenario import Scenario, Slots
+
+VESSEL_SPACING = 6.5  # m between the starts of vessels of one direction (hulls touch at 5.6)
+END_MARGIN = 3.0  # m from the map's ends to the first start and the last goal
+BOAT_SPAN_MARGIN = 10.0  # m from the map's ends to the first and last boat stretch
+LANE_INNER = 3.0  # m from the centre line to a lane's inner edge
+LANE_CLEARANCE = 0.5  # m between a lane's outer edge and contact with a moored boat
+HEADING_SPREAD = math.pi / 6  # rad, initial heading within this of the goal's bearing
+CROSSING_GOAL_SPREAD = 3.0  # m, crossing goal's x within this of its start's
+_VESSEL_RADIUS = float(ROBOT_DEFAULTS["r"])  # m, collision radius of the default vessel
+
+
+@dataclass
+class HarbourConfig:
+    channel_width: float = 24.0  # m between the two rows of moored boats (centres)
+    boats_per_bank: int = 3  # moored boats in each row
+    boat_radius: float = 1.5  # m
+    northbound: int = 2  # vessels heading +x in the +y lane (at most 3)
+    southbound: int = 2  # vessels heading -x in the -y lane (at most 3)
+    crossing: int = 1  # vessels crossing the channel from -y to +y (at most 2)
+
+
+@register_layout
+class HarbourLayout(ScenarioLayout):
+    """A harbour channel (module docstring). Options are checked here, in one line each."""
+
+    name = "harbour"
+    Config = HarbourConfig
+
+    def __init__(self, config: HarbourConfig | None = None) -> None:
+        c = config or HarbourConfig()
+        for key, most in (("northbound", 3), ("southbound", 3), ("crossing", 2)):
+            value = getattr(c, key)
+            if not isinstance(value, int) or not 0 <= value <= most:
+                raise ValueError(f"scenario.{key} must be an integer in [0, {most}], got {value}")
+        if c.northbound + c.southbound + c.crossing < 1:
+            raise ValueError("the harbour needs at least one vessel")
+        if not isinstance(c.boats_per_bank, int) or not 0 <= c.boats_per_bank <= 6:
+            raise ValueError(f"scenario.boats_per_bank must be in [0, 6], got {c.boats_per_bank}")
+        if not 0 < c.boat_radius <= 3:
+            raise ValueError(f"scenario.boat_radius must be in (0, 3] m, got {c.boat_radius}")
+        lane_outer = c.channel_width / 2 - c.boat_radius - _VESSEL_RADIUS - LANE_CLEARANCE
+        if lane_outer < LANE_INNER + 1.0:
+            least = 2 * (LANE_INNER + 1.0 + c.boat_radius + _VESSEL_RADIUS + LANE_CLEARANCE)
+            raise ValueError(
+                f"scenario.channel_width={c.channel_width} m leaves no traffic lanes; it must "
+                f"be at least {least:.1f} m with boat_radius={c.boat_radius} m"
+            )
+        if c.channel_width / 2 + c.boat_radius >= 27.5:
+            raise ValueError(
+                f"scenario.channel_width={c.channel_width} m puts the boats off the 55 m map"
+            )
+        self.config = c
+        self.lane_outer = lane_outer  # m from the centre line to a lane's outer edge
+
+    @property
+    def slots(self) -> Slots:
+        c = self.config
+        return Slots(c.northbound + c.southbound + c.crossing, 2 * c.boats_per_bank, 0)
+
+    def generate(self, base: Scenario, step: Tensor, generator: torch.Generator) -> Scenario:
+        c, n = self.config, base.num_envs
+        dtype, device = base.start.dtype, base.start.device
+        vessels, boats = self.slots.robots, self.slots.obstacles
+        length = base.width.unsqueeze(-1)  # [n, 1] m, the channel's length (x)
+        centre = base.height.unsqueeze(-1) / 2  # [n, 1] m, the centre line's y
+        inner, outer = LANE_INNER, self.lane_outer
+
+        u = torch.rand((n, vessels, 5), generator=generator, dtype=dtype, device=device)
+        i_n = torch.arange(c.northbound, dtype=dtype, device=device)
+        i_s = torch.arange(c.southbound, dtype=dtype, device=device)
+        i_c = torch.arange(c.crossing, dtype=dtype, device=device)
+        un, us, uc = u.split((c.northbound, c.southbound, c.crossing), dim=1)
+        near = END_MARGIN + VESSEL_SPACING * i_n  # [N] m from the south end
+        lane = outer - inner  # m, a lane's width
+        north_start = (near + 0.5 * un[..., 0], centre + inner + lane * un[..., 1])
+        north_goal = (length - near - 0.5 * un[..., 2], centre + inner + lane * un[..., 3])
+        near = END_MARGIN + VESSEL_SPACING * i_s
+        south_start = (length - near - 0.5 * us[..., 0], centre - inner - lane * us[..., 1])
+        south_goal = (near + 0.5 * us[..., 2], centre - inner - lane * us[..., 3])
+        mid = length / 2 + VESSEL_SPACING * (i_c - (c.crossing - 1) / 2)  # [n, C'] m
+        cross_x = mid + 0.5 * (uc[..., 0] - 0.5)
+        cross_start = (cross_x, (centre - outer).expand_as(cross_x))
+        cross_goal = (
+            cross_x + CROSSING_GOAL_SPREAD * (2 * uc[..., 2] - 1),
+            (centre + outer).expand_as(cross_x),
+        )
+        start = _points(north_start, south_start, cross_start)  # [n, V, 2] m
+        goal = _points(north_goal, south_goal, cross_goal)
+        to_goal = goal - start
+        bearing = torch.atan2(to_goal[..., 1], to_goal[..., 0])
+        theta = torch.remainder(bearing + HEADING_SPREAD * (2 * u[..., 4] - 1), 2 * math.pi)
+
+        out = {name: value.clone() for name, value in base.tensors().items()}
+        R = base.slots.robots
+        out["robot_present"] = torch.arange(R, device=device).expand(n, R) < vessels
+        pad = (0, 0, 0, R - vessels)
+        out["start"] = torch.nn.functional.pad(start, pad)
+        out["goal"] = torch.nn.functional.pad(goal, pad)
+        out["init_theta"] = torch.nn.functional.pad(theta, (0, R - vessels))
+        for name in ("init_velocity_r", "init_thrust", "init_thruster_angle"):
+            out[name].zero_()
+
+        O = base.slots.obstacles
+        ub = torch.rand((n, boats), generator=generator, dtype=dtype, device=device)
+        stretch = (length - 2 * BOAT_SPAN_MARGIN) / max(c.boats_per_bank, 1)  # [n, 1] m
+        j = torch.arange(c.boats_per_bank, dtype=dtype, device=device).repeat(2)  # [2B]
+        boat_x = BOAT_SPAN_MARGIN + (j + 0.25 + 0.5 * ub) * stretch  # [n, 2B]
+        side = torch.tensor([1.0, -1.0], dtype=dtype, device=device).repeat_interleave(
+            c.boats_per_bank
+        )  # +y row first
+        boat_y = centre + side * (c.channel_width / 2)
+        out["obstacle_pos"] = torch.nn.functional.pad(
+            torch.stack((boat_x, boat_y.expand_as(boat_x)), -1), (0, 0, 0, O - boats)
+        )
+        out["obstacle_radius"] = torch.nn.functional.pad(
+            torch.full((n, boats), c.boat_radius, dtype=dtype, device=device), (0, O - boats)
+        )
+        out["obstacle_present"] = torch.arange(O, device=device).expand(n, O) < boats
+        out["core_present"].zero_()
+        return Scenario(**out)
+
+
+def _points(*groups: tuple[Tensor, Tensor]) -> Tensor:
+    """``[n, V, 2]`` points from groups of ``(x [n, k], y [n, k])``, concatenated in order."""
+    xs, ys = zip(*groups, strict=True)
+    return torch.stack((torch.cat(xs, dim=1), torch.cat(ys, dim=1)), dim=-1)
