@@ -13,6 +13,8 @@ import torch
 from marinenav.envs import MarineNavEnv
 from marinenav.keys import DTYPES, GROUP, OBSERVATION_KEYS, dtype_named
 
+ROOT = Path(__file__).resolve().parents[1]
+
 TESTS = Path(__file__).resolve().parent
 PACKAGE = TESTS.parent / "marinenav"
 
@@ -48,3 +50,72 @@ def test_no_test_module_imports_another() -> None:
     pattern = re.compile(r"^\s*(from|import) tests\.test_", re.M)
     importing = [path.name for path in TESTS.glob("*.py") if pattern.search(path.read_text())]
     assert importing == []
+
+
+def _yaml_values(path: Path) -> dict:
+    from omegaconf import OmegaConf
+
+    values = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    values.pop("defaults", None)
+    return values
+
+
+def _defaults(config_class: type) -> dict:
+    import dataclasses
+
+    return {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING
+                     else f.default) for f in dataclasses.fields(config_class)}  # fmt: skip
+
+
+def test_run_values_live_only_in_the_yaml_files() -> None:
+    """Issue 21: the run schemas carry types, not values (every field MISSING), so a value is
+    written once, in conf/; the composed default config has no MISSING key."""
+    import dataclasses
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import MISSING, OmegaConf
+
+    from marinenav.training import config
+
+    for schema in (config.EnvConf, config.CurriculumConf, config.TrainingConf,
+                   config.EvaluationConf, config.LoggerConf, config.CheckpointConf):  # fmt: skip
+        assert all(f.default is MISSING for f in dataclasses.fields(schema)), schema
+    config.register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        for overrides in ([], ["recipe=paper"], ["scenario=harbour", "agent=sac"]):
+            assert not OmegaConf.missing_keys(compose("config", overrides=overrides))
+
+
+@pytest.mark.parametrize("kind", ["agent", "scenario"])
+def test_agent_and_layout_yaml_files_repeat_the_dataclass_defaults(kind: str) -> None:
+    """The options used from Python (agent and layout dataclasses) hold the defaults; their YAML
+    files show the same values (a value interpolated from another group is the random layout's
+    curriculum, compared below)."""
+    from marinenav.agents import agent_class
+    from marinenav.scenarios import layout_class
+
+    for path in sorted((ROOT / "conf" / kind).glob("*.yaml")):
+        values = _yaml_values(path)
+        if kind == "scenario" and "scenario" in values:  # a _global_ file: its own part
+            values = values["scenario"]
+        name = values.pop("name")
+        assert name == path.stem
+        cls = agent_class(name).config_class if kind == "agent" else layout_class(name).Config
+        defaults = _defaults(cls)
+        for key, value in values.items():
+            if isinstance(value, str) and value.startswith("${"):
+                continue
+            if value == "???":  # required, no default
+                assert defaults[key] == "???", (path.name, key)
+                continue
+            assert value == defaults[key], (path.name, key, value, defaults[key])
+
+
+def test_the_paper_curriculum_is_one_schedule() -> None:
+    from marinenav.scenarios import RandomLayout
+    from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
+
+    values = _yaml_values(ROOT / "conf" / "curriculum" / "paper.yaml")
+    values.pop("eval_episodes_per_stage")
+    assert CurriculumSchedule(**values) == DEFAULT_TRAINING_SCHEDULE
+    assert RandomLayout().schedule == DEFAULT_TRAINING_SCHEDULE

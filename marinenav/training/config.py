@@ -1,7 +1,13 @@
 """Typed configuration of a training run, registered in Hydra's ConfigStore.
 
-``conf/config.yaml`` and the group files (``agent/``, ``env/``, ``curriculum/``, ``logger/``)
-start from these schemas, so a misspelt key or a wrong type fails when the run starts.
+``conf/config.yaml`` and the group files (``agent/``, ``env/``, ``curriculum/``, ``scenario/``,
+``logger/``) start from these schemas, so a misspelt key or a wrong type fails when the run
+starts. The run's values live in one place, the YAML files: the schemas here give each key its
+type and meaning and no value (``MISSING``: a key no file sets fails when read). An agent's and
+a scenario layout's options are the exception: their dataclasses (``<Agent>.config_class``,
+``<Layout>.Config``) are used from Python directly and hold the defaults, and
+``tests/test_house.py`` checks that ``conf/agent/*.yaml`` and ``conf/scenario/*.yaml`` repeat
+them exactly.
 :func:`marinenav.training.validation.validate` adds the checks Hydra cannot make (sizes,
 curriculum against slots).
 
@@ -25,51 +31,45 @@ from omegaconf import MISSING
 
 from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.scenarios import LAYOUTS, ScenarioLayout, layout_class, make_layout
-from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
+from marinenav.sim.curriculum import CurriculumSchedule
 
 
 @dataclass
 class EnvConf:
-    num_envs: int = 16  # environments simulated in parallel (E)
-    robot_slots: int = 5  # padded robot slots per environment (R)
-    obstacle_slots: int = 4  # padded obstacle slots per environment
-    core_slots: int = 0  # padded vortex-core slots per environment
-    max_episode_steps: int = 1000  # the original's step limit (a truncation)
-    dtype: str = "float32"  # simulation precision: float32 or float64
+    num_envs: int = MISSING  # environments simulated in parallel (E)
+    robot_slots: int = MISSING  # padded robot slots per environment (R)
+    obstacle_slots: int = MISSING  # padded obstacle slots per environment
+    core_slots: int = MISSING  # padded vortex-core slots per environment
+    max_episode_steps: int = MISSING  # the original's step limit (a truncation)
+    dtype: str = MISSING  # simulation precision: float32 or float64
 
 
 @dataclass
 class CurriculumConf:
-    timesteps: list[int] = field(default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.timesteps))
-    num_robots: list[int] = field(
-        default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.num_robots)
-    )
-    num_cores: list[int] = field(default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.num_cores))
-    num_obstacles: list[int] = field(
-        default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.num_obstacles)
-    )
-    min_start_goal_dis: list[float] = field(
-        default_factory=lambda: list(DEFAULT_TRAINING_SCHEDULE.min_start_goal_dis)
-    )
-    eval_episodes_per_stage: int = 10  # fixed evaluation episodes generated for each stage
+    timesteps: list[int] = MISSING  # stage starts, in timesteps (the first is 0)
+    num_robots: list[int] = MISSING  # robots per episode, per stage
+    num_cores: list[int] = MISSING  # vortex cores per episode, per stage
+    num_obstacles: list[int] = MISSING  # static obstacles per episode, per stage
+    min_start_goal_dis: list[float] = MISSING  # m between start and goal, per stage
+    eval_episodes_per_stage: int = MISSING  # fixed evaluation episodes generated for each stage
 
 
 @dataclass
 class TrainingConf:
-    total_timesteps: int = 6_000_000  # budget in environment steps (summed over environments)
-    learning_starts: int = 2_000  # timesteps collected before the first update
-    updates_per_timestep: float = 0.25  # gradient updates per timestep (original: 1 per 4)
-    batch_size: int = 64  # transitions per gradient update
-    target_update_interval: int = 10_000  # timesteps between hard target copies
+    total_timesteps: int = MISSING  # budget in environment steps (summed over environments)
+    learning_starts: int = MISSING  # timesteps collected before the first update
+    updates_per_timestep: float = MISSING  # gradient updates per timestep (original: 1 per 4)
+    batch_size: int = MISSING  # transitions per gradient update
+    target_update_interval: int = MISSING  # timesteps between hard target copies
     # Polyak rate of the target networks per gradient update (null: the original's hard copies
     # every target_update_interval; FastTD3 0.1, PQL 0.05, TorchRL / BenchMARL 0.005)
-    target_tau: Optional[float] = None  # noqa: UP045 (OmegaConf needs Optional)
+    target_tau: Optional[float] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
     # learning rates decay linearly over the budget to this fraction of agent.lr (1: constant)
-    final_lr_fraction: float = 1.0
-    initial_epsilon: float = 0.6  # exploration rate at the start
-    final_epsilon: float = 0.05  # exploration rate after the decay
-    exploration_fraction: float = 0.25  # fraction of the budget over which epsilon decays
-    replay_capacity: int = 1_000_000  # robot transitions kept in the replay
+    final_lr_fraction: float = MISSING
+    initial_epsilon: float = MISSING  # exploration rate at the start
+    final_epsilon: float = MISSING  # exploration rate after the decay
+    exploration_fraction: float = MISSING  # fraction of the budget over which epsilon decays
+    replay_capacity: int = MISSING  # robot transitions kept in the replay
 
 
 # Evaluations and checkpoints per run when their intervals are null (see auto_interval)
@@ -79,33 +79,33 @@ AUTO_INTERVALS_PER_RUN = 10
 @dataclass
 class EvaluationConf:
     # timesteps between evaluations (null: a tenth of the budget, auto_interval)
-    interval: Optional[int] = 60_000  # noqa: UP045 (OmegaConf needs Optional)
+    interval: Optional[int] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
     # timestep of the first evaluation (the original: at learning start; null: the interval)
-    first: Optional[int] = 2_000  # noqa: UP045
-    seed: int = 253  # seed of the fixed evaluation set (the original's eval env seed)
-    max_steps: int = 1001  # step cap of an evaluation episode
+    first: Optional[int] = MISSING  # noqa: UP045
+    seed: int = MISSING  # seed of the fixed evaluation set (the original's eval env seed)
+    max_steps: int = MISSING  # step cap of an evaluation episode
     # a named set (training.evaluation.EVALUATION_SETS: paper = 10 per stage, seed 253; large =
     # 100 per stage, seed 2026) instead of curriculum.eval_episodes_per_stage and seed above
-    set: Optional[str] = None  # noqa: UP045 (OmegaConf needs Optional)
+    set: Optional[str] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
 
 
 @dataclass
 class LoggerConf:
-    backend: str = "csv"  # one of training.loggers.LOGGER_BACKENDS (TorchRL loggers)
-    interval: int = 10_000  # timesteps between metric read-backs (one host transfer each)
-    progress_bar: bool = True  # tqdm bar with steps/s, success rate and losses
-    project: str = "marinenav"  # project / experiment name for wandb and mlflow
+    backend: str = MISSING  # one of training.loggers.LOGGER_BACKENDS (TorchRL loggers)
+    interval: int = MISSING  # timesteps between metric read-backs (one host transfer each)
+    progress_bar: bool = MISSING  # tqdm bar with steps/s, success rate and losses
+    project: str = MISSING  # project / experiment name for wandb and mlflow
 
 
 @dataclass
 class CheckpointConf:
     # timesteps between checkpoints, also written at the end (null: a tenth of the budget)
-    interval: Optional[int] = 60_000  # noqa: UP045 (OmegaConf needs Optional)
-    save_replay: bool = True  # include the replay buffer (exact resume, larger files)
+    interval: Optional[int] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
+    save_replay: bool = MISSING  # include the replay buffer (exact resume, larger files)
     # also keep the agent of every evaluation in evaluated/<timestep>/ (policy snapshots: no
     # replay, not resumable; for evaluating the last checkpoints on another set). The agent of
     # the best evaluation is always kept in best/.
-    keep_evaluated: bool = False
+    keep_evaluated: bool = MISSING
 
 
 @dataclass
@@ -124,15 +124,15 @@ class TrainConfig:
     evaluation: EvaluationConf = field(default_factory=EvaluationConf)
     checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
     # the recipe the run was composed with (set by conf/recipe/<name>.yaml; recipe=<name>)
-    recipe: str = "paper"
-    seed: int = 0  # run seed: environments, exploration; networks use seed + 100
-    device: str = "auto"  # auto (CUDA when present), cpu, cuda or cuda:N
-    threads: int = 1  # torch CPU threads (0: torch's default); see docs/benchmarks.md
-    compile: bool = False  # torch.compile the env step, the acting network and the update
-    cudagraphs: bool = False  # replay the env step and the update as CUDA graphs (CUDA only)
-    resume: Any = None  # null, true (this run directory), or a run directory / checkpoint path
+    recipe: str = MISSING
+    seed: int = MISSING  # run seed: environments, exploration; networks use seed + 100
+    device: str = MISSING  # auto (CUDA when present), cpu, cuda or cuda:N
+    threads: int = MISSING  # torch CPU threads (0: torch's default); see docs/benchmarks.md
+    compile: bool = MISSING  # torch.compile the env step, the acting network and the update
+    cudagraphs: bool = MISSING  # replay the env step and the update as CUDA graphs (CUDA only)
+    resume: Any = MISSING  # null, true (this run directory), or a run directory / checkpoint path
     # a fresh run may replace the checkpoint (and outputs) of an earlier run in its directory
-    overwrite: bool = False
+    overwrite: bool = MISSING
 
 
 def named_schema(config_class: type, name: str) -> type:
