@@ -109,6 +109,28 @@ def test_train_evaluate_checkpoint_resume(agent: str, tmp_path: Path) -> None:
     assert resumed.timesteps == 200 and resumed.updates == expected_updates(cfg, 200)
 
 
+def test_a_checkpoint_with_packed_metrics_still_resumes(tmp_path: Path) -> None:
+    """Checkpoints of earlier versions hold the trainer's accumulators as one packed [5]
+    tensor (episodes, successes, return sum, transitions, reward sum) and no reward terms;
+    they resume into the named accumulators, the terms starting at zero."""
+    cfg = tiny_config("agent=dqn", "training.total_timesteps=120", "logger.interval=1000")
+    trainer = Trainer(cfg, tmp_path)
+    trainer.train()  # no log after the start: the accumulators hold 120 timesteps
+    path = tmp_path / "checkpoint.pt"
+    state = torch.load(path, weights_only=False)
+    named = state["trackers"]["metrics"]
+    state["trackers"]["metrics"] = torch.stack([named[k] for k in list(named)[:5]])
+    del state["trackers"]["episode_terms"]
+    torch.save(state, path)
+    with open_dict(cfg):
+        cfg.resume = True
+    resumed = Trainer(cfg, tmp_path)
+    for key in ("episodes", "successes", "return_sum", "transitions", "reward_sum"):
+        assert torch.equal(resumed.metrics[key], named[key]), key
+    assert resumed.metrics["transitions"] > 0
+    assert (resumed.metrics["reward_terms"] == 0).all() and (resumed.episode_terms == 0).all()
+
+
 def test_a_killed_run_resumes_to_the_same_counters(tmp_path: Path, monkeypatch) -> None:
     straight = Trainer(tiny_config("agent=dqn"), tmp_path / "straight")
     straight.train()

@@ -250,18 +250,16 @@ class Trainer:
         self.evaluations: list[dict[str, Any]] = []
         # Device-side accumulators, read back once per logging interval.
         E, R = cfg.env.num_envs, cfg.env.robot_slots
-        self.metrics = torch.zeros(5, dtype=torch.float64, device=self.device)
+        self.metrics = self._zero_metrics()
         self._updates_at_log = 0
         self.loss_sums: TensorDict | None = None
         self.episode_return = torch.zeros(E, dtype=torch.float64, device=self.device)
         self.reached = torch.zeros(E, R, dtype=torch.bool, device=self.device)
         self.collided = torch.zeros(E, dtype=torch.bool, device=self.device)
-        # each reward term's sum over the episode so far [E, T], and over finished episodes
-        # (per robot, as the return) since the last log [T]; T terms of REWARD_TERMS
+        # each reward term's sum over the episode so far [E, T] (T terms of REWARD_TERMS)
         self.episode_terms = torch.zeros(
             E, len(REWARD_TERMS), dtype=torch.float64, device=self.device
         )
-        self.term_sums = torch.zeros(len(REWARD_TERMS), dtype=torch.float64, device=self.device)
         self.logger = make_logger(cfg.logger, self.run_dir, OmegaConf.to_container(cfg))
         # what a stop message tells the user to run (train.py sets the exact command line)
         self.resume_command = f"python train.py agent={cfg.agent.name} resume={self.run_dir}"
@@ -293,6 +291,26 @@ class Trainer:
         agent = cls(cls.config_class(**values)).to(self.device)
         agent.policy.set_seed(self.cfg.seed)
         return agent
+
+    def _zero_metrics(self) -> TensorDict:
+        """The device accumulators read back at each log (float64, since the last log):
+        finished episodes, successes, the sum of their per-robot returns, robot transitions,
+        the reward summed over robots and steps, and each reward term's per-robot sum over the
+        finished episodes (``reward_terms [T]``, ``REWARD_TERMS``' order)."""
+        zero = lambda *shape: torch.zeros(shape, dtype=torch.float64, device=self.device)  # noqa: E731
+        return TensorDict(
+            {"episodes": zero(), "successes": zero(), "return_sum": zero(),
+             "transitions": zero(), "reward_sum": zero(), "reward_terms": zero(len(REWARD_TERMS))},
+            batch_size=[], device=self.device,
+        )  # fmt: skip
+
+    def _load_metrics(self, saved: dict | torch.Tensor) -> None:
+        """Accumulators from a checkpoint; one of an earlier version is a packed ``[5]`` tensor
+        of the first five, in order."""
+        if isinstance(saved, torch.Tensor):
+            saved = dict(zip(list(self.metrics.keys())[:5], saved.unbind(0), strict=True))
+        for key, value in saved.items():
+            self.metrics.get(key).copy_(value)
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> dict[str, Any]:
@@ -433,18 +451,14 @@ class Trainer:
         empty = info == InfoState.EMPTY_SLOT
         success = done & ~self.collided & (self.reached | empty).all(-1)
         robots = (~empty).sum(-1).clamp(min=1).double()
-        acted = step_input.get(("agents", "active")).sum().double()
-        self.metrics += torch.stack(
-            (
-                done.sum().double(),
-                success.sum().double(),
-                torch.where(done, self.episode_return / robots, 0.0).sum(),
-                acted,
-                reward.sum().double(),
-            )
-        )
-        finished = torch.where(done.unsqueeze(-1), self.episode_terms / robots.unsqueeze(-1), 0.0)
-        self.term_sums += finished.sum(0)
+        m = self.metrics
+        m.get("episodes").add_(done.sum())
+        m.get("successes").add_(success.sum())
+        m.get("return_sum").add_(torch.where(done, self.episode_return / robots, 0.0).sum())
+        m.get("transitions").add_(step_input.get(("agents", "active")).sum())
+        m.get("reward_sum").add_(reward.sum())
+        per_robot = self.episode_terms / robots.unsqueeze(-1)
+        m.get("reward_terms").add_(torch.where(done.unsqueeze(-1), per_robot, 0.0).sum(0))
         self.episode_return.masked_fill_(done, 0.0)
         self.episode_terms.masked_fill_(done.unsqueeze(-1), 0.0)
         self.reached.masked_fill_(done.unsqueeze(-1), False)
@@ -453,9 +467,10 @@ class Trainer:
     # ------------------------------------------------------------------ reporting
     def log_metrics(self, timesteps_per_second: float, bar) -> dict[str, float]:
         """Read the accumulators back in one transfer, log them and reset them."""
-        values = [self.metrics, self.term_sums]
-        names = ["episodes", "successes", "return_sum", "transitions", "reward_sum"]
-        names += [f"term_{name}" for name in REWARD_TERMS]
+        values, names = [], []
+        for key, value in self.metrics.items():
+            values.append(value.reshape(-1))
+            names += [key] if value.dim() == 0 else [f"{key}.{term}" for term in REWARD_TERMS]
         kept = len(names)
         if self.loss_sums is not None:
             for key, value in self.loss_sums.items():
@@ -472,8 +487,8 @@ class Trainer:
             "train/success_rate": raw["successes"] / episodes if episodes else float("nan"),
             "train/episode_return": raw["return_sum"] / episodes if episodes else float("nan"),
             # the return's terms (they add up to it): which term drives behaviour
-            **{f"train/reward_{name}": raw[f"term_{name}"] / episodes if episodes else float("nan")
-               for name in REWARD_TERMS},
+            **{f"train/reward_{name}": raw[f"reward_terms.{name}"] / episodes if episodes
+               else float("nan") for name in REWARD_TERMS},
             "train/transitions": raw["transitions"],
             "train/timesteps_per_second": timesteps_per_second,
             "train/updates": float(self.updates),
@@ -494,7 +509,6 @@ class Trainer:
                 refresh=False,
             )  # fmt: skip
         self.metrics.zero_()
-        self.term_sums.zero_()
         self.loss_sums = None
         self._updates_at_log = self.updates
         return scalars
@@ -598,9 +612,9 @@ class Trainer:
             "simulator": self.env.sim.state_dict(),
             "counters": {"timesteps": self.timesteps, "updates": self.updates,
                          "wall_clock_s": self.wall_clock},
-            "trackers": {"metrics": self.metrics, "episode_return": self.episode_return,
+            "trackers": {"metrics": self.metrics.to_dict(), "episode_return": self.episode_return,
                          "reached": self.reached, "collided": self.collided,
-                         "episode_terms": self.episode_terms, "term_sums": self.term_sums},
+                         "episode_terms": self.episode_terms},
             "evaluations": self.evaluations,
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
@@ -627,7 +641,10 @@ class Trainer:
         self.wall_clock_before = counters.get("wall_clock_s", 0.0)  # absent before 2026-11-23
         self._updates_at_log = self.updates
         for name, value in state["trackers"].items():
-            getattr(self, name).copy_(value)
+            if name == "metrics":
+                self._load_metrics(value)
+            else:
+                getattr(self, name).copy_(value)
         self.evaluations = state["evaluations"]
         torch.set_rng_state(state["torch_rng"])
         if state["cuda_rng"] is not None and torch.cuda.is_available():
