@@ -1,7 +1,8 @@
 """TorchScript planners as batched policies: the original's trained files and our exports alike.
 
 A *planner file* is a float64 TorchScript module in the calling convention of the original's
-C++ planner (spec C7, :mod:`marinenav.export`): ``forward((self_state [N, 7], objects [N, 5, 5],
+C++ planner (docs/migrating.md, "The node's call, from C++";
+:mod:`marinenav.export`): ``forward((self_state [N, 7], objects [N, 5, 5],
 mask [N, 5]), *extra)`` with the agent's extra inputs (quantile fractions ``taus [N, 32]`` for an
 implicit quantile network). The original authors' trained planners (``traced_AC_IQN_model.pt``,
 ...) and the files :mod:`marinenav.export` writes load through the one function

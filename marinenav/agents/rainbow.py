@@ -177,7 +177,7 @@ class NoisyStream(nn.Module):
 
 
 class RainbowNetwork(nn.Module):
-    """Dueling C51 network with noisy streams (B7): log-probabilities ``[..., 25, atoms]``.
+    """Dueling C51 network with noisy streams: log-probabilities ``[..., 25, atoms]``.
 
     Args:
         seed: initialisation seed (parameters and the first noise sample).

@@ -1,4 +1,4 @@
-"""The training loop (spec C2), batched over environments and kept on one device.
+"""The training loop (docs/training.md), batched over environments and kept on one device.
 
 Per batched step: epsilon from the schedule (host arithmetic on the host step counter; for
 agents whose class says ``epsilon_greedy``), act with the agent's ``PolicyWrapper``, step every
@@ -161,7 +161,8 @@ def resolve_device(name: str) -> torch.device:
 
 
 def linear_epsilon(timestep: int, cfg) -> float:
-    """The original's schedule (C3): linear from initial to final over the first
+    """The original's schedule (docs/training.md, "Counting, and the defaults"):
+    linear from initial to final over the first
     ``exploration_fraction`` of the budget, then constant."""
     progress = timestep / cfg.total_timesteps
     if progress >= cfg.exploration_fraction:
@@ -289,7 +290,7 @@ class Trainer:
         values = OmegaConf.to_container(self.cfg.agent, resolve=True)
         name = values.pop("name")
         cls = agent_class(name)
-        values["seed"] = self.cfg.seed + 100  # spec B1.4: agent seed = run seed + 100
+        values["seed"] = self.cfg.seed + 100  # agent seed = run seed + 100, as in the original
         agent = cls(cls.config_class(**values)).to(self.device)
         agent.policy.set_seed(self.cfg.seed)
         return agent
