@@ -446,7 +446,7 @@ def test_rules_reward_outcome_and_termination_follow_the_spec() -> None:
     assert end.done.tolist() == [[0, 0, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]]
     assert end.terminated.tolist() == [[0, 0, 1, 1], [0, 0, 0, 0], [1, 1, 0, 0]]
     assert end.truncated.tolist() == [[0, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]]
-    # a collision on the timeout step still deactivates (the trainer's rule, A8)
+    # a collision on the timeout step still deactivates (the trainer's rule)
     assert end.deactivated.tolist() == [[0, 0, 1, 1], [0, 1, 1, 0], [1, 1, 0, 0]]
     assert end.env_done.tolist() == [False, True, True]
     assert end.env_truncated.tolist() == [False, True, False]

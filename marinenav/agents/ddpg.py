@@ -36,7 +36,8 @@ Deviations from the original:
   transition's ``"discount" = gamma ** m`` (TorchRL's ``steps_to_next_obs``).
 * The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
   ``item()`` calls on the step counters, which the default single-tensor / foreach Adam reads back
-  once per parameter (DESIGN rule 1: no read-back in the update step).
+  once per parameter (no read-back in the update step: rule 1 of
+  docs/architecture.md, "Performance rules and where they are kept").
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ Deviations from the original (its quirks replaced by the standard algorithm; doc
   is still per critic.
 * The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
   ``item()`` calls on the step counters, which the default single-tensor / foreach Adam reads back
-  once per parameter (DESIGN rule 1: no read-back in the update step).
+  once per parameter (no read-back in the update step: rule 1 of
+  docs/architecture.md, "Performance rules and where they are kept").
 * ``normalize_observations=True`` (off by default) scales the network inputs (not original).
 """
 

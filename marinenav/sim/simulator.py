@@ -182,7 +182,8 @@ class MarineNavSimulator:
         self.generator.manual_seed(seed)
 
         E, R = num_envs, self.robot_slots
-        # Constants made once (performance rule 3).
+        # Constants made once (rule 3 of
+        # docs/architecture.md, "Performance rules and where they are kept").
         self._base = default_scenario(E, *slots, dtype=dtype, device=self.device)
         self._robot_index = torch.arange(R, device=self.device)
         self._slot_index = torch.arange(MAX_OBJECTS, device=self.device)
