@@ -49,12 +49,10 @@ mass), so the trainer's replay learner builds the prioritized sampler with ``alp
 Deviations from the original (standard Rainbow instead of its quirks; docs/training.md,
 "Deviations from the original trainer and agents"):
 
-* the support is ``[-75, 50]`` by default: the original's ``[-1, 1]`` clamps every return,
-  and ``[-10, 10]`` still clamps most (a return from 40 m out is 35-45, one heading
-  away -15 to -70). Measured by ``benchmarks/rainbow_support.py`` on the paper's 60 episodes:
-  discounted returns-to-go outside ``[-10, 10]``: 67% of the steps of the original's trained
-  DQN planner (epsilon 0.05), 54% of uniform random steps; outside ``[-75, 50]``: none of
-  either (extremes -70.7 and 47.1). ``v_min`` / ``v_max`` are configurable,
+* the support is ``[-75, 50]`` by default, which holds every discounted return-to-go that
+  ``benchmarks/rainbow_support.py`` finds on the paper's 60 episodes (a return from 40 m out is
+  35-45, one heading away -15 to -70); the original's ``[-1, 1]`` clamps almost every return
+  (docs/results.md, "Rainbow's value support"). ``v_min`` / ``v_max`` are configurable,
   ``RainbowConfig(v_min=-1, v_max=1)`` is the original;
 * the online network's noise is resampled at every update (the original sampled it once at
   construction and never again); the target noise is resampled at every update as in

@@ -1,9 +1,7 @@
 """TD3 (Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic
-Methods"): DDPG with TD3's three changes. Not in the original; added because our
-DDPG, with the original's settings, overestimates its values (critic loss rising from 0.3 to
-0.9 over 800,000 timesteps while the actor's ``Q(s, mu(s))`` on replayed states sat at 27-29
-against evaluation returns of about 10) and stayed far below the original DDPG planner
-(docs/results.md).
+Methods"): DDPG with TD3's three changes, which counter the value overestimation measured in
+DDPG with the original's settings (docs/results.md, "DDPG: 3-step returns, and TD3"). Not in
+the original.
 
 Networks: the DDPG actor ``DeterministicActor`` (seed ``cfg.seed``) and two DDPG critics
 ``QCritic`` (seeds ``cfg.seed + 1`` and ``cfg.seed + 2``, as SAC's), each with a target copy.

@@ -625,7 +625,8 @@ class Trainer:
         self.env.sim.load_state_dict(state["simulator"])
         counters = state["counters"]
         self.timesteps, self.updates = counters["timesteps"], counters["updates"]
-        self.wall_clock_before = counters.get("wall_clock_s", 0.0)  # absent before 2026-11-23
+        # checkpoints written by earlier versions lack wall_clock_s
+        self.wall_clock_before = counters.get("wall_clock_s", 0.0)
         self._updates_at_log = self.updates
         for name, value in state["trackers"].items():
             getattr(self, name).copy_(value)
