@@ -1,9 +1,10 @@
 """The original's way to evaluate: one episode at a time, one robot at a time.
 
-An independent implementation of the evaluation metrics (spec C4) in the shape of the
-original's loop: for each scenario a single environment (re-seeded with the evaluation seed,
-as the original re-seeds its evaluation environment for every episode), and at every step one
-batch-1 planner call per active robot, in robot order, with the C++ planner's float64 tuple.
+An independent implementation of the evaluation metrics (docs/training.md, "Evaluation") in
+the shape of the original's loop: for each scenario a single environment (re-seeded with the
+evaluation seed, as the original re-seeds its evaluation environment for every episode), and at
+every step one batch-1 planner call per active robot, in robot order, with the C++ planner's
+float64 tuple.
 It shares the simulator with :class:`marinenav.training.evaluation.Evaluator` and nothing
 else: no batching, no compaction, metrics summed in plain Python.
 
@@ -51,7 +52,7 @@ def without_noise(scenario: dict) -> dict:
 
 
 def planner_decision(module, agent: str, state, *, sac_action: str, iqn_taus: str, generator):
-    """One batch-1 planner call and its action rule (the C++ planner's, spec C7)."""
+    """One batch-1 planner call and its action rule (the C++ planner's)."""
     if agent == "IQN":
         if iqn_taus == "midpoints":
             taus = ((torch.arange(EXPORT_NUM_TAU, dtype=torch.float64) + 0.5) / EXPORT_NUM_TAU)

@@ -1,4 +1,5 @@
-"""Export a trained agent's acting network for the original's C++ (VRX) planner (spec C7).
+"""Export a trained agent's acting network for the original's C++ (VRX) planner
+(docs/migrating.md, "The node's call, from C++").
 
 The exported module is a float64, CPU copy of the agent's :meth:`~marinenav.agents.base.Agent.
 export_network` (the acting network in the planner's calling convention), traced with
@@ -53,7 +54,7 @@ from torch.overrides import TorchFunctionMode
 from marinenav.agents import AGENT_NAMES, Agent, agent_class
 from marinenav.sim.constants import MAX_OBJECTS, OBJECT_DIM, SELF_STATE_DIM
 
-EXPORT_NUM_TAU = 32  # K of the quantile fractions input: the C++ planner hard-wires it (C7)
+EXPORT_NUM_TAU = 32  # K of the quantile fractions input: the C++ planner hard-wires it
 THRUST_RATE_SCALE = 1000.0  # the planner multiplies continuous actions by this (N/s)
 METADATA_FILE = "marinenav_export.json"
 STATE_INPUTS = ("self_state", "object_states", "object_masks")
@@ -223,7 +224,7 @@ def metadata(agent: Agent) -> dict[str, Any]:
         "dtype": "float64",
         "inputs": list(input_names(agent.name)),
         "outputs": list(cls.export_outputs),
-        "spec": "C7",
+        "spec": "C7",  # a fixed tag of every record: the C++ planner's calling convention
     }
     if "taus" in cls.export_extra_inputs:
         info["num_tau"] = EXPORT_NUM_TAU
@@ -310,7 +311,7 @@ def rule_options(cls: type[Agent], options: dict[str, Any]) -> dict[str, Any]:
 def planner_action(
     agent_type: str, outputs: Any, *, thrust_rate: bool = False, **options: Any
 ) -> torch.Tensor:
-    """The action the C++ planner takes from an exported module's ``outputs`` (spec C7): the
+    """The action the C++ planner takes from an exported module's ``outputs``: the
     agent's ``planner_action`` rule.
 
     Args:
@@ -362,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cannot be written."""
     parser = argparse.ArgumentParser(
         prog="python -m marinenav.export",
-        description="Export a trained agent as TorchScript (and ONNX) for the C++ planner (C7).",
+        description="Export a trained agent as TorchScript (and ONNX) for the C++ planner.",
     )
     parser.add_argument("run_dir", type=Path, help="run directory holding checkpoint.pt")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default RUN_DIR)")

@@ -1,14 +1,15 @@
 """TorchScript planners as batched policies: the original's trained files and our exports alike.
 
-A *planner file* is a float64 TorchScript module in the calling convention of the original's
-C++ planner (spec C7, :mod:`marinenav.export`): ``forward((self_state [N, 7], objects [N, 5, 5],
-mask [N, 5]), *extra)`` with the agent's extra inputs (quantile fractions ``taus [N, 32]`` for an
-implicit quantile network). The original authors' trained planners (``traced_AC_IQN_model.pt``,
-...) and the files :mod:`marinenav.export` writes load through the one function
-:func:`load_planner`, and :class:`PlannerPolicy` turns either into a TorchRL policy that acts on
-``MarineNavEnv`` observations of any batch shape with the planner's own action rule: the agent
-class's ``planner_action`` (``marinenav.agents``; e.g. the actor's output, an argmax of action
-values, the mean of quantiles, ``sum_z z p`` on the support recorded in the file's metadata).
+A *planner file* is a float64 TorchScript module in the calling convention of the original's C++
+planner (docs/migrating.md, "The node's call, from C++"; :mod:`marinenav.export`):
+``forward((self_state [N, 7], objects [N, 5, 5], mask [N, 5]), *extra)`` with the agent's extra
+inputs (quantile fractions ``taus [N, 32]`` for an implicit quantile network). The original authors'
+trained planners (``traced_AC_IQN_model.pt``, ...) and the files :mod:`marinenav.export` writes load
+through the one function :func:`load_planner`, and :class:`PlannerPolicy` turns either into a
+TorchRL policy that acts on ``MarineNavEnv`` observations of any batch shape with the planner's own
+action rule: the agent class's ``planner_action`` (``marinenav.agents``; e.g. the actor's output, an
+argmax of action values, the mean of quantiles, ``sum_z z p`` on the support recorded in the file's
+metadata).
 
 Two choices make a planner deterministic for exact comparisons: ``taus="midpoints"`` feeds the
 fixed fractions ``(i + 0.5) / 32`` instead of ``taus ~ U(0, 1)`` (the planner's rule), and

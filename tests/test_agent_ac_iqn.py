@@ -1,4 +1,4 @@
-"""AC-IQN (spec B2): both losses against their written-out definitions, which network each step
+"""AC-IQN: both losses against their written-out definitions, which network each step
 moves (critic step: critic only; actor step: actor only, no critic gradient), update order,
 acting, and learning the tiny problem. Seeding, parameter counts, target copies and host
 read-backs: tests/test_agent_contract.py."""
@@ -31,7 +31,7 @@ def values(params) -> list[torch.Tensor]:
 
 def test_critic_is_seeded_apart_from_the_actor() -> None:
     agent = ACIQNAgent()
-    # the critic uses seed + 1 (spec B1.4): its trunk differs from the actor's
+    # the critic uses seed + 1: its trunk differs from the actor's
     assert not torch.equal(
         agent.actor.encoder.self_layer.weight, agent.critic.encoder.self_layer.weight
     )
@@ -44,7 +44,7 @@ def quantile_huber(pred, target, tau):
 
 
 def test_critic_loss_matches_the_written_out_definition() -> None:
-    agent = ACIQNAgent()  # targets start as copies of the online networks (B1.4)
+    agent = ACIQNAgent()  # targets start as copies of the online networks
     batch = training_batch(16, "continuous")
     nxt = batch["next"]
     obs = (batch["self_state"], batch["objects"], batch["objects_mask"])

@@ -1,5 +1,5 @@
 """The agent contract (``marinenav.agents.base``), for every registered agent: declared
-capabilities, seeding, the spec's parameter counts, an update through the learner the agent's
+capabilities, seeding, the original's parameter counts, an update through the learner the agent's
 class names (moves every optimised network, never a target until ``update_targets``, reads
 nothing back to the host), a checkpoint round trip (``training_state_dict`` and ``rng_state``)
 and an export round trip (export, ``load_planner``, the planner's action equal to the agent's
@@ -35,11 +35,11 @@ from tests.agent_utils import planner_observation, robot_observations
 from tests.run_utils import tiny_config
 from tests.sync_utils import count_read_backs
 
-# Spec B1.2-B7: trainable parameters of each network, by the agent's attribute name
+# The original's trainable parameter counts of each network, by the agent's attribute name
 SPEC_PARAMETER_COUNTS = {
     "ac_iqn": {"actor": 50_354, "critic": 67_249},
     "ddpg": {"actor": 50_354, "critic": 50_609},
-    "td3": {"actor": 50_354},  # the DDPG actor (B4); its two stacked critics: not counted
+    "td3": {"actor": 50_354},  # the DDPG actor; its two stacked critics: not counted
     "sac": {"actor": 50_612},  # the two stacked critics: tests/test_agent_sac.py
     "iqn": {"network": 69_961},
     "dqn": {"network": 53_321},
@@ -134,7 +134,7 @@ def test_same_seed_same_networks_and_actions(name: str) -> None:
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_parameter_counts_match_the_spec(name: str) -> None:
     if name not in SPEC_PARAMETER_COUNTS:
-        pytest.skip(f"the spec gives no parameter counts for {name}")
+        pytest.skip(f"no original parameter counts for {name}")
     agent = make_agent(name)
     for attribute, count in SPEC_PARAMETER_COUNTS[name].items():
         assert sum(p.numel() for p in getattr(agent, attribute).parameters()) == count, attribute

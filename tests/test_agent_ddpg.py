@@ -1,4 +1,4 @@
-"""DDPG (spec B4): the critic loss against a hand computation with the target networks
+"""DDPG: the critic loss against a hand computation with the target networks
 (terminated vs truncated bootstrapping), gradient flow between the two steps, gradient clipping,
 and learning the tiny problem. Seeding, parameter counts, target copies and host read-backs:
 tests/test_agent_contract.py."""

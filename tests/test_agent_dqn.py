@@ -1,4 +1,4 @@
-"""DQN (spec B5): loss on a hand-computed batch, gradient clipping, and learning the tiny problem.
+"""DQN: loss on a hand-computed batch, gradient clipping, and learning the tiny problem.
 Seeding, parameter counts, target copies and host read-backs: tests/test_agent_contract.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""IQN (spec B3) and the quantile-Huber loss (B2): the loss on a hand-computed example and
+"""IQN and the quantile-Huber loss: the loss on a hand-computed example and
 against an explicit double loop, the standard (argmax of the mean) target, terminated /
 truncated handling, importance weights, acting, and learning the tiny problem. Seeding,
 parameter counts, target copies and host read-backs: tests/test_agent_contract.py."""
@@ -116,7 +116,7 @@ def expected_loss(agent: IQNAgent, batch: TensorDict, seed: int) -> torch.Tensor
 
 
 def test_loss_matches_the_written_out_definition() -> None:
-    agent = IQNAgent()  # the target network starts as a copy of the online one (B1.4)
+    agent = IQNAgent()  # the target network starts as a copy of the online one
     batch = training_batch(16, "discrete")
     expected = expected_loss(agent, batch, seed=5)
     torch.manual_seed(5)

@@ -307,7 +307,7 @@ def test_one_learner_cycle_on_the_env_moves_the_networks_without_host_reads(cls)
     assert sum(counts.values()) == 0, dict(counts)
     assert learned == [(None, 0)] * 3
     assert all(torch.equal(p, before[name]) for name, p in agent.named_parameters())
-    # the step limit (3 steps: the limit counts from 0, spec A8) ends every episode inside the
+    # the step limit (3 steps: the limit counts from 0) ends every episode inside the
     # rollout: truncated robots are done, not terminated
     nxt = learner.buffer["next", "agents"]
     assert nxt["done"][:, 2].all() and not nxt["done"][:, :2].any()

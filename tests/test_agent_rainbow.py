@@ -1,4 +1,4 @@
-"""Rainbow (spec B7): network and noisy layers, the C51 projection on hand-computed numbers, the
+"""Rainbow: network and noisy layers, the C51 projection on hand-computed numbers, the
 double-Q cross-entropy loss (terminated vs truncated, n-step discount, importance weights,
 priorities), the target copy leaving the noise alone, noise in acting, the replay it asks for,
 and learning the tiny problem. Seeding, parameter counts, target copies and host read-backs:
@@ -238,7 +238,7 @@ def test_target_copy_takes_the_parameters_and_leaves_the_noise() -> None:
         agent.update(training_batch(32, "discrete", seed=seed))
     agent.update_targets()
     assert all(torch.equal(target.get(key), online.get(key)) for key in params)
-    # the noise buffers are not copied (spec B1.3): each network keeps its own noise
+    # the noise buffers are not copied: each network keeps its own noise
     key = ("advantage", "layers", "2", "weight_epsilon")
     assert not torch.equal(target.get(key), online.get(key))
 

@@ -1,4 +1,4 @@
-"""SAC (spec B6, standard algorithm): the stacked critics' sizes and initialisations, the
+"""SAC (the standard algorithm): the stacked critics' sizes and initialisations, the
 atan-squashed Gaussian's log-density, the critic target and actor loss against hand
 computations with a fixed sample, gradient flow, per-critic clipping, the temperature, and
 learning the tiny problem. Seeding, the actor's parameter count, target copies and host
@@ -86,7 +86,7 @@ def test_critic_target_is_the_soft_min_q_of_the_current_actor() -> None:
     torch.manual_seed(5)
     noise = torch.randn(16, 2)  # the one draw of the target: a' ~ pi(.|s')
     with torch.no_grad():
-        loc, log_std = agent.actor(*observation_of(nxt))  # the current actor (quirk B6 fixed)
+        loc, log_std = agent.actor(*observation_of(nxt))  # the current actor, not a target actor
         z = loc + log_std.exp() * noise
         next_action = squash(z)
         log_prob = (

@@ -1,4 +1,4 @@
-"""Curriculum schedule (spec A9): the shipped table, stage lookup, validation, evaluation layout."""
+"""Curriculum schedule: the shipped table, stage lookup, validation, evaluation layout."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""TorchScript / ONNX export for the C++ planner (spec C7): signatures, shapes and dtypes, equality
-with the live networks, the planner's action rule against the live ``PolicyWrapper``, Rainbow's
-mean weights, the live agent left untouched, and the command line."""
+"""TorchScript / ONNX export for the C++ planner
+(docs/migrating.md, "The node's call, from C++"): signatures, shapes and dtypes, equality with
+the live networks, the planner's action rule against the live ``PolicyWrapper``, Rainbow's mean
+weights, the live agent left untouched, and the command line."""
 
 from __future__ import annotations
 
@@ -100,12 +101,12 @@ def wrapper_action(agent, obs, mode: ExplorationType = ExplorationType.DETERMINI
         return policy(td).get(("agents", "action"))
 
 
-# Spec C7: the outputs of the paper's agents' files at batch 1 (other agents: their live network's)
+# The outputs of the paper's agents' planner files at batch 1 (other agents: their live network's)
 C7_OUTPUT_SHAPES = {
     "ac_iqn": [(1, 2)], "ddpg": [(1, 2)], "sac": [(1, 2), (1, 2)],
     "iqn": [(1, NUM_TAU, 25)], "dqn": [(1, 25)], "rainbow": [(1, 25, 51)],
 }  # fmt: skip
-SAC_LOG_SIGMA_BOUNDS = (-20.0, 2.0)  # spec B6: SAC's actor clamps log sigma
+SAC_LOG_SIGMA_BOUNDS = (-20.0, 2.0)  # SAC's actor clamps log sigma
 
 
 @pytest.mark.parametrize("name", AGENT_NAMES)
@@ -314,7 +315,7 @@ def test_command_line_rejects_a_missing_run(tmp_path: Path, capsys) -> None:
 
 
 def test_the_paper_agents_files_have_the_originals_names() -> None:
-    """Spec C7: the original C++ planner loads ``traced_<model_type>_model.pt`` files."""
+    """The original C++ planner loads ``traced_<model_type>_model.pt`` files."""
     originals = {"ac_iqn": "traced_AC_IQN_model.pt", "ddpg": "traced_DDPG_model.pt",
                  "sac": "traced_SAC_model.pt", "iqn": "traced_IQN_model.pt",
                  "dqn": "traced_DQN_model.pt", "rainbow": "traced_Rainbow_model.pt"}  # fmt: skip

@@ -1,4 +1,5 @@
-"""Scenario generation (spec A3): the acceptance rules, the shared 500-attempt budget, seeding.
+"""Scenario generation: the acceptance rules, the shared 500-attempt budget, seeding
+(docs/simulator.md, "Scenarios and the curriculum").
 
 The property tests check every rule on thousands of generated scenarios; the equivalence tests
 replay the very same candidate draws through a slow, one-candidate-at-a-time transcription of
@@ -61,7 +62,8 @@ def _pair_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _assert_rules_hold(s: Scenario, counts: tuple[torch.Tensor, ...], tol: float) -> None:
-    """Every rule of spec A3 for every present item, in float64 numpy with tolerance ``tol``."""
+    """Every acceptance rule of the original for every present item, in float64 numpy with
+    tolerance ``tol``."""
     t = {
         name: value.double().numpy() if value.is_floating_point() else value.numpy()
         for name, value in s.tensors().items()
@@ -86,7 +88,7 @@ def _assert_rules_hold(s: Scenario, counts: tuple[torch.Tensor, ...], tol: float
         assert inside[rp].all()
     assert (np.linalg.norm(goal - start, axis=-1) >= min_dis[:, None] - tol)[rp].all()
     both = rp[:, :, None] & rp[:, None, :] & ~np.eye(rp.shape[1], dtype=bool)
-    for p in (start, goal):  # start-start and goal-goal only (A12.10)
+    for p in (start, goal):  # start-start and goal-goal only (a kept quirk)
         assert (_pair_distances(p, p) > clear[:, :, None] - tol)[both].all()
     assert (t["init_theta"][rp] >= 0).all() and (t["init_theta"][rp] < 2 * math.pi).all()
     assert (t["init_theta"][~rp] == 0).all()
@@ -298,7 +300,7 @@ def test_shape_mismatch_raises(field: str) -> None:
 
 
 def _reference_scan(base: Scenario, candidates, counts, min_dis) -> dict[str, list]:
-    """A transcription of the original's three ``while`` loops (spec A3), one candidate at a
+    """A transcription of the original's three ``while`` loops, one candidate at a
     time, on the given candidate draws. Returns, per environment, the accepted indices."""
     n = base.num_envs
     c = {f.name: getattr(candidates, f.name).tolist() for f in dataclasses.fields(candidates)}
@@ -449,7 +451,7 @@ def test_robot_rules_at_their_boundaries() -> None:
     # 0: |g-s| = 30 = min_start_goal_dis (>= is enough): accepted
     # 1: start exactly clear_r = 10 from start 0 (> needed): rejected
     # 2: starts and goals 15 apart: accepted
-    # 3: start 4.5 m from goal 0, but start-goal pairs are not checked (A12.10): accepted
+    # 3: start 4.5 m from goal 0, but start-goal pairs are not checked (a kept quirk): accepted
     # 4: never reached: 3 robots requested
     index, present = _accept_robots(base, start, goal, torch.tensor([3]), _tensor([30.0]))
     assert present.tolist() == [[True, True, True]]

@@ -119,3 +119,103 @@ def test_the_paper_curriculum_is_one_schedule() -> None:
     values.pop("eval_episodes_per_stage")
     assert CurriculumSchedule(**values) == DEFAULT_TRAINING_SCHEDULE
     assert RandomLayout().schedule == DEFAULT_TRAINING_SCHEDULE
+
+
+# A section label of the specification the code was first written from (not in the repository):
+# "spec A7", "quirk A12.8", "Spec C4", "spec Part A", "quirks of B6", or a bare label in
+# parentheses, "(A7)", "(B2, B9)", "(the trainer's rule, A8)", and "the C7 convention", "A5.3's".
+# Labels are A0-A13, B0-B13, C0-C13 with optional sub-sections; "C51" and "B023" are not labels.
+_LABEL = r"[A-C](?:1[0-3]|\d)(?:\.\d+)*(?!\w)"
+_EXTERNAL_CITATION = re.compile(
+    rf"\b(?:[Ss]pec|SPEC|[Qq]uirks?|QUIRKS?)\s+(?:of\s+)?(?:Part\s+[A-C]\b|{_LABEL})"
+    rf"|\(\s*{_LABEL}|[,;/]\s*{_LABEL}\s*\)|\bthe\s+{_LABEL}\s|\b{_LABEL}'s\b|\[QUIRKS?\]"
+)
+# a citation of the repository's own documentation: a page and a section title in quotes
+_DOC_CITATION = re.compile(r'\b(docs/[\w/.-]+\.md|README\.md),\s*(?:#\s*)?"([^"]*)"')
+_CODE_ROOTS = ("marinenav", "conf", "benchmarks", "train.py")
+_TEXT_SUFFIXES = {".py", ".yaml", ".yml", ".md", ".txt", ".toml", ".cfg", ".sh", ".cpp", ".h"}
+
+
+def _code_files(*roots: str) -> list[Path]:
+    files = []
+    for root in roots:
+        path = ROOT / root
+        found = [path] if path.is_file() else sorted(path.rglob("*"))
+        files += [f for f in found if f.is_file() and f.suffix in _TEXT_SUFFIXES]
+    return files
+
+
+def _external_citations(text: str) -> list[tuple[int, str]]:
+    """``(line, match)`` of every citation of the external specification in ``text``; a docs
+    citation's quoted section title is skipped, so ``docs/simulator.md, "Reward (A7)"`` passes."""
+    text = _DOC_CITATION.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    return [(text.count("\n", 0, m.start()) + 1, m.group(0))
+            for m in _EXTERNAL_CITATION.finditer(text)]  # fmt: skip
+
+
+def test_the_citation_pattern_catches_labels_and_nothing_else() -> None:
+    cited = [
+        "spec A7",
+        "(spec B1.4)",
+        "quirk A12.8",
+        "Spec C4",
+        "spec Part A",
+        "(A7.3)",
+        "(C2)",
+        "(B2, B9)",
+        "(B7 / B9)",
+        "(the trainer's rule, A8)",
+        "quirks of B6",
+        "in the C7 calling convention",
+        "A5.3's test",
+        "[QUIRK]",
+        "(A5 steps 1-5)",
+    ]
+    clean = [
+        "[E, R]",
+        "x[:, 0xA1]",
+        "(B, A)",
+        "torch.zeros(B, 2)",
+        "the C51 projection (C51)",
+        "# noqa: B023",
+        'docs/simulator.md, "Reward (A7)"',
+        '"spec": "C7",',
+        "env.action_spec",
+        "inside the spec",
+        "(A, B, C)",
+        "C7_OUTPUT_SHAPES",
+    ]
+    assert [c for c in cited if not _external_citations(c)] == []
+    assert [c for c in clean if _external_citations(c)] == []
+
+
+def test_no_citation_of_an_external_specification() -> None:
+    """Code, config and benchmarks cite no section of a specification that is not in the
+    repository: a fact is said in place or cited from the docs (``docs/<page>.md, "Section"``)."""
+    found = [f"{path.relative_to(ROOT)}:{line}: {match}"
+             for path in _code_files(*_CODE_ROOTS)
+             for line, match in _external_citations(path.read_text())]  # fmt: skip
+    assert found == []
+
+
+def _headings(page: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+    return [m.group(1).strip() for m in re.finditer(r"^#+\s+(.*)$", text, re.M)]
+
+
+def test_docs_citations_name_existing_sections() -> None:
+    """Every ``docs/<page>.md, "Section"`` (or ``README.md, "Section"``) in the code, config,
+    benchmarks and tests names a page that exists and one of its headings (the heading itself,
+    or the part before its parenthesis or colon: ``"Faithful quirks"``, ``"Recipes"``)."""
+    wrong = []
+    for path in _code_files(*_CODE_ROOTS, "tests"):
+        if path == Path(__file__).resolve():
+            continue
+        text = path.read_text()
+        for m in _DOC_CITATION.finditer(text):
+            page, title = ROOT / m.group(1), " ".join(re.sub(r"\n\s*#", " ", m.group(2)).split())
+            headings = _headings(page) if page.is_file() else []
+            if not any(h == title or h.startswith((title + " (", title + ":")) for h in headings):
+                line = text.count("\n", 0, m.start()) + 1
+                wrong.append(f'{path.relative_to(ROOT)}:{line}: {m.group(1)}, "{title}"')
+    assert wrong == []

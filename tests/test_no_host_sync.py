@@ -1,4 +1,5 @@
-"""No host synchronisation in ``step`` and masked ``reset`` (performance rule 1).
+"""No host synchronisation in ``step`` and masked ``reset`` (rule 1 of
+docs/architecture.md, "Performance rules and where they are kept").
 
 On CPU we count every call that reads a tensor back to Python; on CUDA we also run under
 ``torch.cuda.set_sync_debug_mode("error")``, which raises on any synchronising CUDA call.

@@ -1,4 +1,4 @@
-"""Perception noise statistics (spec A5): Gaussian position / velocity noise and the von Mises
+"""Perception noise statistics: Gaussian position / velocity noise and the von Mises
 radius noise, sampled without host synchronisation."""
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_simulator_builds_tables_for_loaded_kappas() -> None:
 
 def test_observation_noise_statistics() -> None:
     """Thousands of copies of one robot next to one obstacle: the perceived obstacle's position,
-    velocity and radius follow the spec's noise models."""
+    velocity and radius follow the noise models of docs/simulator.md, "The model in equations"."""
     n = 3000
     scenario = _noisy_scenario(pos_std=0.05, vel_std=0.05, kappa=1.0, ratio=0.8)
     sim = MarineNavSimulator.from_scenarios([scenario] * n, dtype=torch.float64, seed=3)

@@ -1,4 +1,5 @@
-"""Current field and vessel dynamics against the spec's worked numbers (A2, A4.2)."""
+"""Current field and vessel dynamics against worked numbers of the equations in
+docs/simulator.md, "The model in equations"."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def _field(points, cores, clockwise, present=None):
 
 
 def test_clockwise_core_example_from_spec() -> None:
-    # spec A2: a clockwise core at the origin gives (0, -1.5) at (1, 0) and (1.5, 0) at (0, 1)
+    # a clockwise core at the origin gives (0, -1.5) at (1, 0) and (1.5, 0) at (0, 1)
     v = _field([[1.0, 0.0], [0.0, 1.0]], [[0.0, 0.0]], [True])
     torch.testing.assert_close(v[0], torch.tensor([[0.0, -1.5], [1.5, 0.0]], dtype=torch.float64))
 
@@ -44,7 +45,7 @@ def test_inside_core_is_solid_body_rotation() -> None:
 
 
 def test_all_cores_are_summed_behind_rule_is_a_noop() -> None:
-    # spec A2.3: two same-sense cores on a line give 0.4 m/s where "first core only" gives 0.3
+    # two same-sense cores on a line give 0.4 m/s where "first core only" gives 0.3
     v = _field([[0.0, 0.0]], [[5.0, 0.0], [15.0, 0.0]], [True, True])
     assert torch.linalg.vector_norm(v[0, 0]).item() == pytest.approx(0.3 + 0.1)
 
@@ -73,7 +74,7 @@ def _steady(thrust_left: float, thrust_right: float, steps: int = 300) -> Vessel
 
 
 def test_steady_surge_speed_at_full_thrust() -> None:
-    # spec A4.2: T_L = T_R = 1000 gives exactly 3.333 m/s (100 u + 150 u^2 = 2000)
+    # T_L = T_R = 1000 gives exactly 3.333 m/s (100 u + 150 u^2 = 2000)
     state = _steady(1000.0, 1000.0)
     assert torch.linalg.vector_norm(state.velocity_r[0, 0, :2]).item() == pytest.approx(
         10.0 / 3.0, abs=1e-6
@@ -81,7 +82,7 @@ def test_steady_surge_speed_at_full_thrust() -> None:
 
 
 def test_steady_reverse_speed() -> None:
-    # spec A4.2: T_L = T_R = -500 gives 2.27 m/s astern
+    # T_L = T_R = -500 gives 2.27 m/s astern
     state = _steady(-500.0, -500.0)
     speed = torch.linalg.vector_norm(state.velocity_r[0, 0, :2]).item()
     assert speed == pytest.approx((-100 + math.sqrt(100**2 + 4 * 150 * 1000)) / 300, abs=1e-6)
@@ -89,7 +90,7 @@ def test_steady_reverse_speed() -> None:
 
 
 def test_differential_thrust_turns_to_starboard() -> None:
-    # spec A4.2: T_L = 1000, T_R = -500 gives a positive yaw rate near 0.98 rad/s
+    # T_L = 1000, T_R = -500 gives a positive yaw rate near 0.98 rad/s
     state = _steady(1000.0, -500.0)
     assert state.velocity_r[0, 0, 2].item() == pytest.approx(0.98, abs=0.02)
 

@@ -32,7 +32,8 @@ REPLAY_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow", "td3")
 
 @pytest.mark.parametrize("agent", PAPER_AGENTS)
 def test_paper_recipe_is_the_originals_settings(agent: str) -> None:
-    """Spec A9 (curriculum), B9 (hyperparameters), C2 (trainer): written out from the spec."""
+    """The original's curriculum, hyperparameters and trainer settings, written out by hand
+    (docs/training.md, "Counting, and the defaults"; README.md, "The agents")."""
     cfg = compose_config(f"agent={agent}", "recipe=paper")
     assert cfg.recipe == "paper"
     t = cfg.training

@@ -94,9 +94,9 @@ def _start_near_robot(episode: dict, k: int, j: int, dy: float) -> None:
 def test_impossible_placements_are_refused_naming_file_episode_and_key(
     edit, message: str, tmp_path: Path, capsys
 ) -> None:
-    """Obstacles of no size, robots that start at their goal or in collision (spec A5.3's
-    tests): refused by the file loader, the evaluator's command line (nothing written) and the
-    simulator's scenario dicts alike."""
+    """Obstacles of no size, robots that start at their goal or in collision (the goal and
+    collision tests): refused by the file loader, the evaluator's command line (nothing written)
+    and the simulator's scenario dicts alike."""
     paper = named_scenarios("paper")
     episodes = [paper[0], paper[30]]  # episode 1: 5 robots, 2 obstacles of radius 1 m
     MarineNavSimulator.from_scenarios(episodes)  # as generated, they load

@@ -408,7 +408,8 @@ def _events(**flags: list[list]) -> StepEvents:
 
 
 def test_rules_reward_outcome_and_termination_follow_the_spec() -> None:
-    """Spec A7 / A8 with hand-computed numbers. Env 0 (defaults): a normal step (+0.3 m), a
+    """The reward, outcome and termination rules (docs/simulator.md, "The model in equations",
+    "Episode rules") with hand-computed numbers. Env 0 (defaults): a normal step (+0.3 m), a
     COLREGs turn of 0.5 rad still needed, collision and goal on one step (collision wins), a
     goal. Env 1: the step limit (no terminal reward, every acting robot truncated), a robot
     deactivated after reaching its goal and a padding slot. Env 2: its own constants."""
@@ -445,7 +446,7 @@ def test_rules_reward_outcome_and_termination_follow_the_spec() -> None:
     assert end.done.tolist() == [[0, 0, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]]
     assert end.terminated.tolist() == [[0, 0, 1, 1], [0, 0, 0, 0], [1, 1, 0, 0]]
     assert end.truncated.tolist() == [[0, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]]
-    # a collision on the timeout step still deactivates (the trainer's rule, A8)
+    # a collision on the timeout step still deactivates (the trainer's rule)
     assert end.deactivated.tolist() == [[0, 0, 1, 1], [0, 1, 1, 0], [1, 1, 0, 0]]
     assert end.env_done.tolist() == [False, True, True]
     assert end.env_truncated.tolist() == [False, True, False]

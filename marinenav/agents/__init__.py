@@ -1,4 +1,4 @@
-"""The six agents of spec Part B, TD3 (DDPG with TD3's changes) and the two on-policy PPO agents
+"""The six agents of the paper, TD3 (DDPG with TD3's changes) and the two on-policy PPO agents
 (MAPPO, IPPO), the last three not in the paper, one module each, and their registry."""
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""AC-IQN (spec B2): actor-critic with an implicit quantile critic, the paper's method.
+"""AC-IQN: actor-critic with an implicit quantile critic, the paper's method.
 
-Networks (seeds of spec B1.4): the deterministic actor ``mu(s)`` (trunk, two hidden layers of
-128, ``(2/pi) atan`` squash; :class:`~marinenav.policy.networks.DeterministicActor`, 50,354
-parameters, agent seed) and the quantile critic ``Z(s, a; tau)`` (trunk times the cosine
-embedding, first hidden layer times the action embedding; :class:`~marinenav.policy.networks.
-QuantileCritic`, 67,249 parameters, agent seed + 1). Each has a target copy.
+Networks (each seeded, as the original seeds every network): the deterministic actor ``mu(s)``
+(trunk, two hidden layers of 128, ``(2/pi) atan`` squash;
+:class:`~marinenav.policy.networks.DeterministicActor`, 50,354 parameters, agent seed) and the
+quantile critic ``Z(s, a; tau)`` (trunk times the cosine embedding, first hidden layer times the
+action embedding; :class:`~marinenav.policy.networks.QuantileCritic`, 67,249 parameters, agent
+seed + 1). Each has a target copy.
 
 Update (one call of :meth:`ACIQNAgent.update`, in this order):
 
@@ -16,7 +17,7 @@ Update (one call of :meth:`ACIQNAgent.update`, in this order):
    ``tau`` (risk neutral), evaluated with *detached* critic parameters so that no gradient reaches
    the critic; clip the actor gradient norm to 0.5, Adam step on the actor.
 
-Hyperparameters (the original's, spec B9): gamma 0.99; two Adams (actor, critic), learning rate
+Hyperparameters (the original's): gamma 0.99; two Adams (actor, critic), learning rate
 1e-4; gradient norm clip 0.5 per network; 8 / 8 / 8 quantile fractions (``num_tau_train``,
 ``num_tau_target``, ``num_tau_actor``); ``kappa = 1``; hard target copies (actor and critic)
 every 10,000 env steps (the trainer calls :meth:`ACIQNAgent.update_targets`, which steps TorchRL's
@@ -25,9 +26,10 @@ exploring (:class:`~marinenav.policy.selectors.DeterministicSelector` in the ``P
 no Gaussian or OU noise.
 
 Deviation from the original: timeouts (truncations) bootstrap; the original stores them as
-terminal (quirk A8). The loss itself follows the original exactly. ``n_step=n > 1`` (off by
-default; not original): the trainer's per-robot n-step replay, the target discounted by each
-transition's ``discount`` (``gamma ** m``, ``m <= n``) instead of ``gamma``.
+terminal (docs/training.md, "Deviations from the original trainer and agents"). The loss itself
+follows the original exactly. ``n_step=n > 1`` (off by default; not original): the trainer's
+per-robot n-step replay, the target discounted by each transition's ``discount`` (``gamma ** m``,
+``m <= n``) instead of ``gamma``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 @dataclass
 class ACIQNConfig(NStepConfig):
-    """AC-IQN hyperparameters beyond the shared ones (B2, B9); ``n_step`` (off by default, not
+    """AC-IQN hyperparameters beyond the shared ones; ``n_step`` (off by default, not
     the original) selects the trainer's per-robot n-step returns."""
 
     num_tau_train: int = 8  # quantile fractions of the critic prediction Z(s, a; tau_i)
@@ -78,8 +80,8 @@ class ACIQNLoss(LossModule):
     ``HardUpdate``). Quantile fractions come from the global torch RNG.
 
     :meth:`critic_loss` and :meth:`actor_loss` are separate so that the agent can step the critic
-    before it evaluates the actor loss (spec B2); ``forward`` returns both for the current
-    parameters (``loss_critic``, ``loss_actor``: 0-dim).
+    before it evaluates the actor loss, as the original does; ``forward`` returns both for the
+    current parameters (``loss_critic``, ``loss_actor``: 0-dim).
     """
 
     actor: DeterministicActor

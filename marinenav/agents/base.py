@@ -23,7 +23,7 @@ attribute / method        what it tells
 ``export_outputs``        names of the exported module's outputs
 ``export_output_shapes``  their shapes after the batch dimension (the planner loader checks them)
 ``export_extra_inputs``   exported inputs after the state tuple (IQN: ``("taus",)``)
-``export_network()``      the acting network in the C++ planner's calling convention (spec C7)
+``export_network()``      the acting network in the C++ planner's calling convention
 ``planner_action()``      the C++ planner's action rule on the exported outputs (a classmethod)
 ``export_metadata()``     extra entries of the exported file's record (Rainbow: its support)
 ``cudagraph_update``      whether ``update`` can be captured as a CUDA graph (see below)
@@ -47,7 +47,8 @@ key                             shape            meaning
 ==============================  ===============  ==========================================
 
 Timeouts are truncations: targets bootstrap from ``next`` unless ``terminated`` (the original
-stores timeouts as terminal, quirk A8; we implement the standard rule).
+stores timeouts as terminal; we implement the standard rule:
+docs/training.md, "Deviations from the original trainer and agents").
 
 ``update(batch)`` takes one gradient step on every network of the agent (the original's
 ``train()``), clipping each network's gradient norm to ``grad_clip_norm``, and returns the
@@ -86,7 +87,7 @@ from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
 @dataclass
 class AgentConfig:
-    """Hyperparameters shared by all agents (spec B1.3, B9): the original's values."""
+    """Hyperparameters shared by all agents: the original's values (README.md, "The agents")."""
 
     gamma: float = 0.99  # discount
     lr: float = 1e-4  # Adam learning rate, one optimiser per network
@@ -172,7 +173,8 @@ class ReplayOptions:
 
 
 class PlannerCall(nn.Module):
-    """An acting network in the C++ planner's calling convention (spec C7):
+    """An acting network in the C++ planner's calling convention
+    (docs/migrating.md, "The node's call, from C++"):
     ``forward((self_state [N, 7], object_states [N, 5, 5], object_masks [N, 5]))`` calls
     ``network(self_state, object_states, object_masks)``."""
 
@@ -355,7 +357,7 @@ class Agent(nn.Module):
         for device, generator_state in state.items():
             self.policy.generator(torch.device(device)).set_state(generator_state)
 
-    # ------------------------------------------------------------------ export (spec C7)
+    # ------------------------------------------------------------------ export
     def export_network(self) -> nn.Module:
         """The live acting network in the C++ planner's calling convention (e.g.
         ``PlannerCall(self.actor)``); :mod:`marinenav.export` copies it to float64 on the CPU

@@ -1,12 +1,12 @@
-"""DDPG (spec B4): deterministic actor-critic with target actor and target critic.
+"""DDPG: deterministic actor-critic with target actor and target critic.
 
-Networks (B1.2): actor ``DeterministicActor`` (trunk, two hidden layers of 128, ``(2/pi) atan``
+Networks: actor ``DeterministicActor`` (trunk, two hidden layers of 128, ``(2/pi) atan``
 squashing; 50,354 parameters, seed ``cfg.seed``), critic ``QCritic`` (trunk,
 ``ReLU(Linear(256, 128)) * ReLU(Linear(2, 128)(a))``, ``Linear(128, 128)`` + ReLU,
 ``Linear(128, 1)``; 50,609 parameters, seed ``cfg.seed + 1``). The target networks start as
 copies of the online ones.
 
-Hyperparameters (B9, the original's values): gamma 0.99, Adam lr 1e-4 (one Adam for the actor,
+Hyperparameters (the original's values): gamma 0.99, Adam lr 1e-4 (one Adam for the actor,
 one for the critic, PyTorch defaults), gradient-norm clip 0.5 per network, batch 64 (the
 trainer's), target networks hard-copied every 10,000 env steps (the trainer calls
 :meth:`DDPGAgent.update_targets`), exploration epsilon-uniform only.
@@ -29,14 +29,15 @@ Deviations from the original:
 
 * Timeouts bootstrap: the target uses ``("next", "terminated")``, not ``done`` (TorchRL's
   ``td0_return_estimate`` multiplies by ``1 - terminated``); the original stores timeouts as
-  terminal (quirk A8).
+  terminal (docs/training.md, "Deviations from the original trainer and agents").
 * ``normalize_observations=True`` (off by default) scales the network inputs (not original).
 * ``n_step=n > 1`` (off by default; not original): the trainer's per-robot n-step replay; the
   critic's target is ``R + discount (1 - terminated) Q_target(s', mu_target(s'))`` with the
   transition's ``"discount" = gamma ** m`` (TorchRL's ``steps_to_next_obs``).
 * The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
   ``item()`` calls on the step counters, which the default single-tensor / foreach Adam reads back
-  once per parameter (DESIGN rule 1: no read-back in the update step).
+  once per parameter (no read-back in the update step: rule 1 of
+  docs/architecture.md, "Performance rules and where they are kept").
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 @dataclass
 class DDPGConfig(NStepConfig):
-    """DDPG has no hyperparameters beyond the shared ones (B9) and ``n_step``."""
+    """DDPG has no hyperparameters beyond the shared ones and ``n_step``."""
 
 
 class DDPGAgent(Agent):

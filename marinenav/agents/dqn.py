@@ -1,4 +1,4 @@
-"""DQN (spec B5): vanilla deep Q-learning with a target network.
+"""DQN: vanilla deep Q-learning with a target network.
 
 Network: the shared trunk, two hidden layers of 128, 25 Q-values (53,321 parameters).
 Target ``r + gamma (1 - terminated) max_a Q_target(s', a)`` (no double Q), SmoothL1 loss (mean),
@@ -43,7 +43,7 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 @dataclass
 class DQNConfig(NStepConfig):
-    """DQN's options on top of the shared hyperparameters (B9) and ``n_step``; the defaults are
+    """DQN's options on top of the shared hyperparameters and ``n_step``; the defaults are
     the original's."""
 
     double_q: bool = False  # double DQN target (the original: vanilla max over Q_target)

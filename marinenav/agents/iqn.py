@@ -1,10 +1,10 @@
-"""IQN (spec B3): implicit quantile networks on the 25 discrete actions.
+"""IQN: implicit quantile networks on the 25 discrete actions.
 
 Network: the shared trunk times the cosine embedding of ``tau`` (64 cosines), two hidden layers of
 128, 25 quantile values per ``tau`` (:class:`~marinenav.policy.networks.ImplicitQuantileNetwork`,
 69,961 parameters, seeded with the agent seed).
 
-Hyperparameters (the original's, spec B9): gamma 0.99; Adam, learning rate 1e-4; gradient norm
+Hyperparameters (the original's): gamma 0.99; Adam, learning rate 1e-4; gradient norm
 clipped to 0.5; 8 quantile fractions for the prediction (``num_tau_train``), 8 for the target
 (``num_tau_target``), 32 for acting (``num_tau_act``); quantile-Huber loss with ``kappa = 1``
 (sum over predicted quantiles, mean over target samples, mean over the batch); the target network
@@ -12,11 +12,12 @@ is a hard copy every 10,000 env steps (the trainer calls :meth:`IQNAgent.update_
 steps TorchRL's ``HardUpdate``). Acting: epsilon-greedy on the mean of 32 quantiles at
 ``tau ~ U(0, cvar)`` (:class:`~marinenav.policy.selectors.QuantileSelector`).
 
-Deviation from the original (quirk B3): the original's target takes the max over actions
-separately for every target fraction ``tau'_j``. We implement the standard IQN target: the greedy
+Deviation from the original (docs/training.md, "Deviations from the original trainer and
+agents"): the original's target takes the max over actions separately for every target fraction
+``tau'_j``. We implement the standard IQN target: the greedy
 next action ``a* = argmax_a mean_j Z_target(s', a; tau'_j)`` is chosen once per transition, then
 ``T_j = r + gamma (1 - terminated) Z_target(s', a*; tau'_j)``. Timeouts (truncations) bootstrap,
-unlike the original, which stores them as terminal (quirk A8). ``n_step=n > 1`` (off by default;
+unlike the original, which stores them as terminal. ``n_step=n > 1`` (off by default;
 not original): per-robot n-step returns, each target discounted by its transition's ``discount``.
 """
 
@@ -47,7 +48,7 @@ from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
 @dataclass
 class IQNConfig(NStepConfig):
-    """IQN hyperparameters beyond the shared ones (B3, B9); ``n_step`` (off by default, not the
+    """IQN hyperparameters beyond the shared ones; ``n_step`` (off by default, not the
     original) selects the trainer's per-robot n-step returns."""
 
     num_tau_train: int = 8  # quantile fractions of the prediction Z(s, a; tau_i)
@@ -149,7 +150,7 @@ class IQNLoss(LossModule):
 
 
 class QuantilePlannerCall(nn.Module):
-    """The IQN network in the C++ planner's calling convention (spec C7):
+    """The IQN network in the C++ planner's calling convention:
     ``forward((self_state, object_states, object_masks), taus [N, K])`` -> quantiles
     ``[N, K, 25]`` (the planner draws K = 32 fractions ``taus ~ U(0, 1)``)."""
 

@@ -41,8 +41,8 @@ scaled network inputs by default (``normalize_observations=True``: the raw thrus
 1000 N make PPO's larger learning rate unstable); the policy mean head starts at 1/100 of its
 default initial weights, so the first rollouts act around zero change.
 
-Export (C7 convention, ``model_type`` ``MAPPO`` / ``IPPO``): the actor's ``("mu",
-"log_sigma")`` of the latent Gaussian, as SAC's, so the planner's action rule is SAC's:
+Export (the C++ planner's calling convention, ``model_type`` ``MAPPO`` / ``IPPO``): the actor's
+``("mu", "log_sigma")`` of the latent Gaussian, as SAC's, so the planner's action rule is SAC's:
 ``(2/pi) atan(mu + exp(log_sigma) * noise)``, or ``(2/pi) atan(mu)`` without noise
 (:meth:`PPOAgent.planner_action`).
 """
@@ -395,8 +395,8 @@ class PPOAgent(Agent):
 
     # ------------------------------------------------------------------ export
     def export_network(self) -> PlannerCall:
-        """The actor in the C7 calling convention: ``(mu (N, 2), log_sigma (N, 2))`` of the
-        latent Gaussian (no sampling, no squash)."""
+        """The actor in the C++ planner's calling convention: ``(mu (N, 2), log_sigma (N, 2))`` of
+        the latent Gaussian (no sampling, no squash)."""
         return PlannerCall(self.actor)
 
     @classmethod

@@ -1,4 +1,4 @@
-"""The quantile-Huber loss shared by IQN and AC-IQN (spec B2, B3).
+"""The quantile-Huber loss shared by IQN and AC-IQN.
 
 For one transition with predicted quantiles ``z_i = Z(s, a; tau_i)`` (``i = 1..N``) and target
 samples ``T_j`` (``j = 1..N'``):
@@ -10,7 +10,7 @@ samples ``T_j`` (``j = 1..N'``):
 
 The agents average the per-transition losses over the batch (optionally weighted by the
 importance weights ``_weight`` of a prioritized replay). With ``kappa = 1`` (the original's only
-value) ``L_kappa`` is ``|d| - 1/2`` beyond 1, as in the spec.
+value) ``L_kappa`` is ``|d| - 1/2`` beyond 1.
 """
 
 from __future__ import annotations

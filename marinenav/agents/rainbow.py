@@ -1,4 +1,4 @@
-"""Rainbow (spec B7): C51 distributional Q-learning with dueling streams, factorised-Gaussian
+"""Rainbow: C51 distributional Q-learning with dueling streams, factorised-Gaussian
 noisy layers, double-Q targets, n-step returns and prioritized replay.
 
 Network (:class:`RainbowNetwork`, 540,428 trainable parameters counting noisy ``mu`` and
@@ -7,7 +7,7 @@ Network (:class:`RainbowNetwork`, 540,428 trainable parameters counting noisy ``
 stream ``Noisy(256, 128)`` + ReLU, ``Noisy(128, 128)`` + ReLU, ``Noisy(128, 25 * atoms)``;
 ``q = v + a - mean_a(a)`` per atom, log-softmax over the atoms: ``[..., 25, atoms]``.
 
-Noisy layers are TorchRL's ``NoisyLinear`` (its initialisation is the spec's:
+Noisy layers are TorchRL's ``NoisyLinear`` (initialised with
 ``mu ~ U(+-1/sqrt(in))``, ``sigma_w = std/sqrt(in)``, ``sigma_b = std/sqrt(out)``, factorised noise
 ``f(x) = sign(x) sqrt|x|``), subclassed so that the noise is drawn from a given
 ``torch.Generator`` and switched on or off per call (TorchRL's switches on the exploration type).
@@ -36,7 +36,7 @@ the trainer calls :meth:`RainbowAgent.update_targets`. Acting (:class:`Distribut
 every call (one noise sample for the whole batch of robots) and the ``PolicyWrapper`` adds
 epsilon-greedy on top; evaluation (``explore=False``) uses the mean weights.
 
-Hyperparameters (:class:`RainbowConfig`, B7 / B9): 51 atoms, support ``[-75, 50]``, noisy
+Hyperparameters (:class:`RainbowConfig`): 51 atoms, support ``[-75, 50]``, noisy
 ``std_init = 0.05``, ``n = 3``, gamma 0.99, priority exponent 0.5, importance exponent
 ``beta = 0.4`` (fixed; used by the replay sampler), Adam 1e-4, clip 0.5, seed 100.
 
@@ -46,20 +46,20 @@ mass), so the trainer's replay learner builds the prioritized sampler with ``alp
 (``DevicePrioritizedSampler(capacity, alpha=1.0, beta=config.importance_beta)``,
 ``marinenav.training.prioritized``); ``alpha=0.5`` there would sample by ``loss ** 0.25``.
 
-Deviations from the original (standard Rainbow instead of its quirks):
+Deviations from the original (standard Rainbow instead of its quirks; docs/training.md,
+"Deviations from the original trainer and agents"):
 
-* the support is ``[-75, 50]`` by default: the original's ``[-1, 1]`` clamps every return
-  (quirk B7), and ``[-10, 10]`` still clamps most (a return from 40 m out is 35-45, one heading
-  away -15 to -70). Measured by ``benchmarks/rainbow_support.py`` on the paper's 60 episodes:
-  discounted returns-to-go outside ``[-10, 10]``: 67% of the steps of the original's trained
-  DQN planner (epsilon 0.05), 54% of uniform random steps; outside ``[-75, 50]``: none of
-  either (extremes -70.7 and 47.1). ``v_min`` / ``v_max`` are configurable,
+* the support is ``[-75, 50]`` by default, which holds every discounted return-to-go that
+  ``benchmarks/rainbow_support.py`` finds on the paper's 60 episodes (a return from 40 m out is
+  35-45, one heading away -15 to -70); the original's ``[-1, 1]`` clamps almost every return
+  (docs/results.md, "Rainbow's value support"). ``v_min`` / ``v_max`` are configurable,
   ``RainbowConfig(v_min=-1, v_max=1)`` is the original;
 * the online network's noise is resampled at every update (the original sampled it once at
-  construction and never again, quirk B7); the target noise is resampled at every update as in
+  construction and never again); the target noise is resampled at every update as in
   the original;
 * n-step returns are per robot (``marinenav.training.nstep``), not the original's interleaving
-  of all robots in one sequential memory (quirk B7); truncated returns bootstrap (quirk A8);
+  of all robots in one sequential memory; truncated returns bootstrap (the original stores
+  timeouts as terminal);
 * exploring actions resample the noise per call from the policy's generator, so acting is
   reproducible from the policy seed.
 """
@@ -96,7 +96,7 @@ from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
 @dataclass
 class RainbowConfig(AgentConfig):
-    """Rainbow's hyperparameters (B7, B9) on top of the shared ones."""
+    """Rainbow's hyperparameters on top of the shared ones."""
 
     atoms: int = 51  # atoms of the categorical return distribution
     v_min: float = -75.0  # support bounds (the original: -1, 1; see the module docstring)
@@ -175,7 +175,7 @@ class NoisyStream(nn.Module):
 
 
 class RainbowNetwork(nn.Module):
-    """Dueling C51 network with noisy streams (B7): log-probabilities ``[..., 25, atoms]``.
+    """Dueling C51 network with noisy streams: log-probabilities ``[..., 25, atoms]``.
 
     Args:
         seed: initialisation seed (parameters and the first noise sample).
@@ -378,7 +378,7 @@ def _planner_support(v_min: float, v_max: float, atoms: int, dtype: torch.dtype)
 
 
 class RainbowAgent(Agent):
-    """Rainbow (B7). ``update(batch)`` resamples the online and target noise, takes one Adam
+    """Rainbow. ``update(batch)`` resamples the online and target noise, takes one Adam
     step on the C51 loss and returns ``{"loss_q": 0-dim, "priority": [B]}`` (detached; the
     learner feeds ``priority`` to the prioritized replay at the batch's ``"index"``)."""
 

@@ -1,7 +1,7 @@
-"""SAC (spec B6): soft actor-critic with two Q critics, target critics and an atan-squashed
+"""SAC: soft actor-critic with two Q critics, target critics and an atan-squashed
 Gaussian policy.
 
-Networks (B1.2): actor ``GaussianActor`` (trunk, two hidden layers of 128, heads for the mean
+Networks: actor ``GaussianActor`` (trunk, two hidden layers of 128, heads for the mean
 ``mu`` and ``log sigma`` clamped to [-20, 2]; 50,612 parameters, seed ``cfg.seed``); two critics
 ``QCritic`` (the DDPG critic; 50,609 parameters each, seeds ``cfg.seed + 1`` and
 ``cfg.seed + 2``, so they start from different initialisations). Target critics start as copies.
@@ -11,7 +11,7 @@ variables of the ``(2/pi) atan`` squashing (``da/dz = (2/pi) / (1 + z^2)``),
 ``log pi(a|s) = sum_dims [log N(z; mu, sigma) - log(2/pi) + log(1 + z^2)]``
 (:class:`AtanSquashedNormal`).
 
-Hyperparameters (B9, the original's values): gamma 0.99, Adam lr 1e-4 (PyTorch defaults),
+Hyperparameters (the original's values): gamma 0.99, Adam lr 1e-4 (PyTorch defaults),
 gradient-norm clip 0.5 per network, fixed temperature ``alpha = 0.078``, batch 64 (the
 trainer's), target critics hard-copied every 10,000 env steps (the trainer calls
 :meth:`SACAgent.update_targets`), exploration epsilon-uniform on top of policy sampling.
@@ -40,7 +40,8 @@ learn_alpha``) with its TD(0) estimator, a ``ProbabilisticActor`` over
 ``[2, ...]`` in ``loss_module.qvalue_network_params``; :meth:`SACAgent.critic_network` returns a
 plain ``QCritic`` copy of one of them.
 
-Deviations from the original (quirks of B6 replaced by the standard algorithm):
+Deviations from the original (its quirks replaced by the standard algorithm; docs/training.md,
+"Deviations from the original trainer and agents"):
 
 * The next action of the target comes from the current actor, not a target actor, and there
   is no target actor (the original keeps and copies one).
@@ -48,12 +49,14 @@ Deviations from the original (quirks of B6 replaced by the standard algorithm):
   correction ``log(1 - a^2 + 1e-6)``.
 * Evaluation acts with the deterministic ``(2/pi) atan(mu)``; the original samples at
   evaluation too (the policy's :class:`~marinenav.policy.selectors.GaussianSelector`).
-* Timeouts bootstrap: targets use ``("next", "terminated")``, not ``done`` (quirk A8).
+* Timeouts bootstrap: targets use ``("next", "terminated")``, not ``done`` (the original stores
+  timeouts as terminal).
 * One Adam holds both critics' stacked parameters (equivalent, see above); the gradient clip
   is still per critic.
 * The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
   ``item()`` calls on the step counters, which the default single-tensor / foreach Adam reads back
-  once per parameter (DESIGN rule 1: no read-back in the update step).
+  once per parameter (no read-back in the update step: rule 1 of
+  docs/architecture.md, "Performance rules and where they are kept").
 * ``normalize_observations=True`` (off by default) scales the network inputs (not original).
 """
 
@@ -142,7 +145,7 @@ class AtanSquashedNormal(Distribution):
 
 @dataclass
 class SACConfig(AgentConfig):
-    """SAC hyperparameters beyond the shared ones (B6, B9)."""
+    """SAC hyperparameters beyond the shared ones."""
 
     alpha: float = 0.078  # entropy temperature (initial value when learned)
     learn_alpha: bool = False  # automatic entropy tuning (not in the original)

@@ -1,9 +1,7 @@
 """TD3 (Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic
-Methods"): DDPG (spec B4) with TD3's three changes. Not in the original; added because our
-DDPG, with the original's settings, overestimates its values (critic loss rising from 0.3 to
-0.9 over 800,000 timesteps while the actor's ``Q(s, mu(s))`` on replayed states sat at 27-29
-against evaluation returns of about 10) and stayed far below the original DDPG planner
-(docs/results.md).
+Methods"): DDPG with TD3's three changes, which counter the value overestimation measured in
+DDPG with the original's settings (docs/results.md, "DDPG: 3-step returns, and TD3"). Not in
+the original.
 
 Networks: the DDPG actor ``DeterministicActor`` (seed ``cfg.seed``) and two DDPG critics
 ``QCritic`` (seeds ``cfg.seed + 1`` and ``cfg.seed + 2``, as SAC's), each with a target copy.
@@ -24,7 +22,7 @@ Built on TorchRL's ``TD3Loss`` (``num_qvalue_nets=2`` over a list of the two cri
 (-1, 1), ``loss_function="smooth_l1"``, target actor and target critics) with its TD(0)
 estimator, and ``HardUpdate``.
 
-What stays the original DDPG's (B4, B9): exploration (epsilon-uniform random actions, the
+What stays the original DDPG's: exploration (epsilon-uniform random actions, the
 trainer's schedule), the deterministic evaluation action ``mu(s)``, Adam 1e-4, clip 0.5, batch
 64, and the targets hard-copied every 10,000 env steps by the trainer (TD3's paper uses Polyak
 averaging, tau 0.005; the trainer's copy is kept so that only the three changes differ).
@@ -65,7 +63,7 @@ from marinenav.policy.wrapper import PolicyWrapper
 
 @dataclass
 class TD3Config(NStepConfig):
-    """TD3's hyperparameters (the paper's values) on top of the shared ones (B9) and
+    """TD3's hyperparameters (the paper's values) on top of the shared ones and
     ``n_step``."""
 
     policy_noise: float = 0.2  # std of the target policy smoothing noise (action units)

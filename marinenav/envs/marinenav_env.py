@@ -66,13 +66,13 @@ class MarineNavEnv(EnvBase):
         action_kind: ``"discrete"`` (25 thrust-change pairs) or ``"continuous"`` (2 values).
         num_robots, num_obstacles, num_cores, min_start_goal_dis: a single curriculum stage
             (instead of ``schedule``).
-        schedule: curriculum (spec A9); default the original's 6 stages.
+        schedule: curriculum; default the original's 6 stages.
         scenarios: scenario dicts in the original's JSON layout, one environment each, reset
             to the same scenario every episode (a fixed evaluation set); sets ``num_envs``.
         robot_slots, obstacle_slots, core_slots: padding; default to what the stages or
             scenarios need.
         end_on_collision: end an environment's episode at the first collision, as the
-            original's evaluation does (C4); training leaves it off.
+            original's evaluation does (docs/training.md, "Evaluation"); training leaves it off.
         device, dtype, seed, max_episode_steps, validate: see :class:`MarineNavSimulator`.
         compile_step: the simulator's ``compile`` (``torch.compile`` of its step, one graph).
             TorchRL's own ``compile=`` keyword of every env is a different thing: it compiles

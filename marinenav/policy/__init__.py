@@ -1,4 +1,4 @@
-"""Networks of spec Part B, action selectors, and the batched acting module ``PolicyWrapper``."""
+"""The agents' networks, action selectors, and the batched acting module ``PolicyWrapper``."""
 
 from marinenav.policy.action_space import ActionSpace
 from marinenav.policy.selectors import (

@@ -1,4 +1,4 @@
-"""The networks of spec Part B: shared observation encoder, cosine quantile embedding, actor and
+"""The agents' networks: shared observation encoder, cosine quantile embedding, actor and
 critic heads. Every module accepts any leading batch shape ``[...]``.
 
 Observation of one robot (robot frame, raw SI values as in the original: no normalisation):
@@ -26,7 +26,7 @@ ACTION_DIM = 2
 @contextlib.contextmanager
 def seeded(seed: int | None):
     """Initialise parameters from ``torch.manual_seed(seed)`` without disturbing the global
-    random state (the original seeds every network constructor, spec B1.4)."""
+    random state (the original seeds every network constructor)."""
     if seed is None:
         yield
         return
@@ -46,7 +46,7 @@ OBJECT_SCALE = (0.1, 0.1, 1.0, 1.0, 1.0)
 
 
 class ObservationEncoder(nn.Module):
-    """Shared trunk (B1): ``Linear(7, 56)`` + ReLU on the self state, ``Linear(5, 40)`` + ReLU on
+    """Shared trunk: ``Linear(7, 56)`` + ReLU on the self state, ``Linear(5, 40)`` + ReLU on
     each object slot with shared weights, padded slots zeroed, concatenated in slot order:
     ``[..., 256]``. Not permutation invariant: the slot carries the distance rank.
 
@@ -86,7 +86,7 @@ def mlp(*sizes: int, final_activation: bool = False) -> nn.Sequential:
 
 
 class CosineEmbedding(nn.Module):
-    """Quantile embedding (B1.1): ``ReLU(Linear(64, 256)(cos(pi i tau)))`` for ``i = 0..63``."""
+    """Quantile embedding: ``ReLU(Linear(64, 256)(cos(pi i tau)))`` for ``i = 0..63``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -100,7 +100,7 @@ class CosineEmbedding(nn.Module):
 
 
 class QNetwork(nn.Module):
-    """DQN (B5): trunk, two hidden layers of 128, 25 Q-values. 53,321 parameters."""
+    """DQN: trunk, two hidden layers of 128, 25 Q-values. 53,321 parameters."""
 
     def __init__(self, seed: int | None = None, normalize: bool = False) -> None:
         super().__init__()
@@ -114,7 +114,7 @@ class QNetwork(nn.Module):
 
 
 class ImplicitQuantileNetwork(nn.Module):
-    """IQN (B3): trunk times the cosine embedding of ``tau``, two hidden layers, 25 quantile
+    """IQN: trunk times the cosine embedding of ``tau``, two hidden layers, 25 quantile
     values per ``tau``. 69,961 parameters."""
 
     def __init__(self, seed: int | None = None, normalize: bool = False) -> None:
@@ -131,7 +131,7 @@ class ImplicitQuantileNetwork(nn.Module):
 
 
 class DeterministicActor(nn.Module):
-    """AC-IQN and DDPG actor (B2, B4): trunk, two hidden layers, 2 outputs squashed by
+    """AC-IQN and DDPG actor: trunk, two hidden layers, 2 outputs squashed by
     ``(2/pi) atan`` into ``(-1, 1)``. 50,354 parameters."""
 
     def __init__(self, seed: int | None = None, normalize: bool = False) -> None:
@@ -146,7 +146,7 @@ class DeterministicActor(nn.Module):
 
 
 class GaussianActor(nn.Module):
-    """SAC actor (B6): trunk, two hidden layers, heads for the mean and the log standard
+    """SAC actor: trunk, two hidden layers, heads for the mean and the log standard
     deviation (clamped to [-20, 2]) of a Gaussian in the pre-squash space. 50,612 parameters."""
 
     LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
@@ -181,7 +181,7 @@ class LocScale(nn.Module):
 
 
 class QCritic(nn.Module):
-    """DDPG / SAC critic (B4): ``h = ReLU(Linear(256, 128)(trunk)) * ReLU(Linear(2, 128)(a))``,
+    """DDPG / SAC critic: ``h = ReLU(Linear(256, 128)(trunk)) * ReLU(Linear(2, 128)(a))``,
     then ``Linear(128, 128)`` + ReLU and ``Linear(128, 1)``. 50,609 parameters."""
 
     def __init__(self, seed: int | None = None, normalize: bool = False) -> None:
@@ -199,7 +199,7 @@ class QCritic(nn.Module):
 
 
 class QuantileCritic(nn.Module):
-    """AC-IQN critic (B2): trunk times the cosine embedding, ``Linear(256, 128)`` + ReLU times the
+    """AC-IQN critic: trunk times the cosine embedding, ``Linear(256, 128)`` + ReLU times the
     action embedding ``ReLU(Linear(2, 128)(a))``, ``Linear(128, 128)`` + ReLU, ``Linear(128, 1)``.
     67,249 parameters."""
 

@@ -57,7 +57,8 @@ class DeterministicSelector(ActionSelector):
 class GaussianSelector(ActionSelector):
     """SAC: ``(2/pi) atan(z)`` with ``z ~ N(mu, sigma)`` when exploring, ``z = mu`` otherwise.
 
-    Deviation: the original samples at evaluation too (quirk B6); evaluation here is the
+    Deviation: the original samples at evaluation too (docs/training.md, "Deviations from the
+    original trainer and agents"); evaluation here is the
     deterministic mean action, the standard choice.
     """
 

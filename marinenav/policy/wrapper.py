@@ -55,7 +55,7 @@ DEFAULT_OUT_KEY: NestedKey = ("agents", "action")
 
 def marinenav_action_spec(action_kind: Literal["discrete", "continuous"]) -> TensorSpec:
     """One robot's action spec in ``MarineNavEnv``: an index ``0..24`` or a box ``[-1, 1]^2``
-    (spec B2, C3)."""
+    (docs/simulator.md, "The model in equations")."""
     if action_kind == "discrete":
         return Categorical(NUM_DISCRETE_ACTIONS, shape=(), dtype=torch.int64)
     return Bounded(-1.0, 1.0, shape=(2,), dtype=torch.float32)

@@ -9,8 +9,9 @@ evaluation set (:meth:`ScenarioLayout.evaluation_scenarios`).
 A layout writes a :class:`~marinenav.sim.scenario.Scenario`: starts and goals of the robots
 present, static obstacles, vortex cores, padded to the simulator's slots. It is batched tensor
 code: ``n`` scenarios per call, random numbers from the generator it is handed only (so a seed
-fixes the scenarios), no host read-back, no Python loop over environments (performance rules
-in DESIGN.md); the simulator calls it inside the training loop.
+fixes the scenarios), no host read-back, no Python loop over environments (the performance rules
+of docs/architecture.md, "Performance rules and where they are kept"); the simulator calls it
+inside the training loop.
 
 Registering: decorate the class with :func:`register_layout`; its ``Config`` dataclass is the
 typed schema of ``conf/scenario/<name>.yaml`` (every option with a default), and

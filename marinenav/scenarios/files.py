@@ -2,7 +2,7 @@
 
 The files are in the original's episode layout (an ``eval_configs.json``, a file written by
 ``marinenav.sim.save_scenario_file`` or by ``python -m marinenav.viz`` tools; docs/simulator.md,
-"Scenario files"). Every episode of every file is one template; a restarting environment gets a
+"Scenario layouts"). Every episode of every file is one template; a restarting environment gets a
 template drawn uniformly at random, with the constants the file gives it (map, reward, vessel
 and perception constants: a file's values win, as when loading a scenario). The same files
 serve training (``python train.py scenario=files 'scenario.paths=[a.json,b.json]'``) and

@@ -4,7 +4,7 @@ Robots, then vortex cores, then static obstacles are placed uniformly at random 
 55 m map with the original's acceptance rules (clearances, minimum start-goal distance, a
 budget of 500 attempts per kind: :func:`marinenav.sim.generation.generate_scenarios`), with the
 counts of the curriculum stage the clock is in (``conf/curriculum/``; docs/simulator.md,
-"Scenarios and curriculum"). The options are the curriculum's: ``conf/scenario/random.yaml``
+"Scenarios and the curriculum"). The options are the curriculum's: ``conf/scenario/random.yaml``
 takes them from the ``curriculum`` group, so ``curriculum=fast`` changes them.
 """
 

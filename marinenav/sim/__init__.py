@@ -1,4 +1,4 @@
-"""The batched marine-navigation simulator: pure tensor code, no TorchRL (spec Part A)."""
+"""The batched marine-navigation simulator: pure tensor code, no TorchRL (docs/simulator.md)."""
 
 from marinenav.sim.constants import InfoState
 from marinenav.sim.perception import Observation

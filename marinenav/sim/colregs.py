@@ -1,4 +1,5 @@
-"""COLREGs head-on and crossing zones and the turn-angle penalty (spec A6).
+"""COLREGs head-on and crossing zones and the turn-angle penalty
+(docs/simulator.md, "The model in equations").
 
 For each of a robot's (up to 5) perceived objects, nearest first, the robot is placed in the
 frame of the other vessel (origin at the vessel, x along its velocity). If the robot is in the
@@ -6,7 +7,7 @@ head-on zone or the left-crossing (give-way) zone, the turn angle ``phi`` from t
 course to the tangent that passes the inflated object on its port side is computed; the rule
 applies if ``phi > 0`` (a starboard turn is still needed). The first object for which it
 applies decides ``phi``. A ``NaN`` angle (robot inside the inflated radius) compares false and
-gives no penalty, as in the original (quirk A12.15).
+gives no penalty, as in the original (docs/simulator.md, "Faithful quirks").
 """
 
 from __future__ import annotations

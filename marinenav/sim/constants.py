@@ -1,4 +1,5 @@
-"""Default constants of the original simulator (spec A1, A4.1, A5) and the info-state codes.
+"""Default constants of the original simulator (environment, vessel, perception) and the
+info-state codes.
 
 Every value here is a default for *generated* scenarios. A scenario loaded from the original's
 JSON layout carries its own copy of each per-environment and per-robot constant, and those win.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import enum
 import math
 
-# --- environment (spec A1) -------------------------------------------------------------------
+# --- environment ------------------------------------------------------------------------------
 ENV_DEFAULTS: dict[str, float | list[float]] = {
     "width": 55.0,  # map x-extent (m)
     "height": 55.0,  # map y-extent (m)
@@ -29,11 +30,11 @@ ENV_DEFAULTS: dict[str, float | list[float]] = {
 }
 
 MAX_EPISODE_STEPS = 1000  # the env flags timeout when the pre-increment counter reaches this
-SCENARIO_ATTEMPTS = 500  # shared attempt budget per entity kind in scenario generation (A3)
+SCENARIO_ATTEMPTS = 500  # shared attempt budget per entity kind in scenario generation
 START_GOAL_MARGIN = 2.0  # starts and goals are drawn from [2, W-2] x [2, H-2]
 OBSTACLE_MARGIN = 5.0  # obstacle centres are drawn from [5, W-5] x [5, H-5]
 
-# --- WAM-V 16 vessel (spec A4.1) --------------------------------------------------------------
+# --- WAM-V 16 vessel ---------------------------------------------------------------------------
 _LENGTH, _WIDTH = 5.0, 2.5
 ROBOT_DEFAULTS: dict[str, float | list[float]] = {
     "dt": 0.05,  # sub-step (s)
@@ -46,7 +47,7 @@ ROBOT_DEFAULTS: dict[str, float | list[float]] = {
     "power_coefficient": 1.0,
     "min_thrust": -500.0,  # N
     "max_thrust": 1000.0,  # N
-    "left_thrust_change": [0.0, -500.0, -1000.0, 500.0, 1000.0],  # N/s, discrete table (A4.5)
+    "left_thrust_change": [0.0, -500.0, -1000.0, 500.0, 1000.0],  # N/s, discrete table
     "right_thrust_change": [0.0, -500.0, -1000.0, 500.0, 1000.0],
     "m": 400.0,
     "Izz": 450.0,
@@ -77,11 +78,11 @@ HYDRO_KEYS: tuple[str, ...] = (
     "yR", "yRV", "yVR", "yRR", "nR", "nRR", "nV", "nVV", "nRV", "nVR",
 )  # fmt: skip
 
-# Continuous actions in [-1, 1] map to thrust change rates of 1000 * a N/s (A4.5).
+# Continuous actions in [-1, 1] map to thrust change rates of 1000 * a N/s.
 CONTINUOUS_THRUST_RATE = 1000.0
 NUM_DISCRETE_ACTIONS = 25  # 5 x 5 thrust-change pairs
 
-# --- perception (spec A5) ---------------------------------------------------------------------
+# --- perception -------------------------------------------------------------------------------
 PERCEPTION_DEFAULTS: dict[str, float] = {
     "range": 20.0,  # m
     "angle": 2 * math.pi,  # sector width (rad)

@@ -1,4 +1,4 @@
-"""Vortex-core current field (spec A2).
+"""Vortex-core current field (docs/simulator.md, "The model in equations").
 
 Each core at ``c`` with circulation ``Gamma`` and radius ``r`` induces, at a query point ``q`` at
 distance ``d`` from the centre, a tangential speed
@@ -8,7 +8,8 @@ distance ``d`` from the centre, a tangential speed
 
 along ``(-delta_y, delta_x)`` for a clockwise core and ``(delta_y, -delta_x)`` otherwise, where
 ``delta = (c - q) / d``. The original meant to skip cores "behind" nearer ones, but its skip is a
-no-op (quirk A12.1), so the field is the plain sum over every core, which is what we compute.
+no-op (docs/simulator.md, "Faithful quirks"), so the field is the plain sum over every core,
+which is what we compute.
 
 Deviation: at exactly a core centre the original divides by zero (NaN); there we return the
 limit of the solid-body law, zero. Padded core slots contribute nothing.

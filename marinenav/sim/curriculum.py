@@ -1,4 +1,4 @@
-"""Curriculum schedule (spec A9): per-stage robot, obstacle and core counts and start-goal distance.
+"""Curriculum schedule: per-stage robot, obstacle and core counts and start-goal distance.
 
 ``CurriculumSchedule`` is the host-side description, in the original's dict-of-parallel-lists
 layout. ``CurriculumTable`` holds it as tensors on a device and maps the step counter to the stage
@@ -37,7 +37,7 @@ class StageParams(NamedTuple):
 
 @dataclass(frozen=True)
 class CurriculumSchedule:
-    """Stage table of spec A9: stage ``k`` starts at environment step ``timesteps[k]``.
+    """Stage table: stage ``k`` starts at environment step ``timesteps[k]``.
 
     Every field has one entry per stage (any sequence is accepted and stored as a tuple).
     ``timesteps`` starts at 0 and is non-decreasing (a stage starting where the next one starts
@@ -76,7 +76,7 @@ class CurriculumSchedule:
                 if count < 0:
                     raise ValueError(f"curriculum {key} of stage {k} is negative: {count}")
         # generated starts are at least min_start_goal_dis from their goals, and a robot within
-        # goal_dis of its goal has reached it before its first step (spec A5.3)
+        # goal_dis of its goal has reached it before its first step
         goal_dis = ROBOT_DEFAULTS["goal_dis"]
         for k, dis in enumerate(self.min_start_goal_dis):
             if not (dis > goal_dis and math.isfinite(dis)):
@@ -107,7 +107,7 @@ class CurriculumSchedule:
         return len(self.timesteps)
 
     def stage_of(self, step: int) -> int:
-        """Host-side stage index of an environment step count (spec A9)."""
+        """Host-side stage index of an environment step count."""
         return sum(start <= step for start in self.timesteps) - 1
 
     def max_counts(self) -> tuple[int, int, int]:
@@ -170,7 +170,7 @@ DEFAULT_TRAINING_SCHEDULE = CurriculumSchedule(
     num_obstacles=[0, 0, 0, 2, 3, 4],
     min_start_goal_dis=[30.0, 35.0, 40.0, 40.0, 40.0, 40.0],
 )
-"""The schedule shipped in all six training configs (spec A9); 6,000,000 training steps."""
+"""The schedule shipped in all six training configs; 6,000,000 training steps."""
 
 DEFAULT_EPISODES_PER_STAGE = 10
 """Evaluation episodes per stage in the original (60 fixed evaluation episodes)."""

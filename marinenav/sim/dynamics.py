@@ -1,8 +1,9 @@
-"""WAM-V 16 three-degree-of-freedom vessel dynamics (spec A4), batched over ``[E, R]``.
+"""WAM-V 16 three-degree-of-freedom vessel dynamics, batched over ``[E, R]``
+(docs/simulator.md, "The model in equations").
 
 Fossen's maneuvering model with rigid-body and added-mass Coriolis terms, linear and quadratic
 damping, and twin stern thrusters. One environment step is ``N`` sub-steps of ``dt`` with the
-original's exact order of operations (A4.4):
+original's exact order of operations:
 
 1. current sampled at the position *before* the move;
 2. over-ground velocity ``velocity = velocity_r + current``;
@@ -11,7 +12,7 @@ original's exact order of operations (A4.4):
 5. dynamics in the body frame of the *new* heading, ``velocity_r`` updated.
 
 After the last sub-step ``velocity`` is not recomputed: observations see a velocity one sub-step
-old (quirk A12.4), and so do we.
+old (docs/simulator.md, "Faithful quirks"), and so do we.
 
 Body frame: x forward (surge), y starboard (sway). ``R(theta)`` maps body to world.
 """
@@ -66,7 +67,7 @@ class VesselState:
 
 
 def step_energy(thrust: torch.Tensor, vessel: Scenario, num_substeps: int) -> torch.Tensor:
-    """Thrust energy of one environment step ``[E, R]`` (spec A4.6, an evaluation metric).
+    """Thrust energy of one environment step ``[E, R]`` (an evaluation metric, not a reward).
 
     ``power_coefficient * (|T_L| + |T_R|) * dt * N`` from the thrusts after the step's change
     (``thrust [E, R, 2]`` N), i.e. ``0.5 (|T_L| + |T_R|)`` with the defaults.
@@ -128,7 +129,7 @@ def body_acceleration(
     tau: torch.Tensor,
     mass_inv: tuple[torch.Tensor, ...],
 ) -> torch.Tensor:
-    """``nu_dot = A^-1 (-C_RB V - (C_A + D + D_n) V_r + tau)``, ``[E, R, 3]`` (spec A4.2).
+    """``nu_dot = A^-1 (-C_RB V - (C_A + D + D_n) V_r + tau)``, ``[E, R, 3]``.
 
     Args:
         rel: ``[E, R, 2]`` body-frame velocity relative to water ``(u_r, v_r)`` (m/s).
@@ -196,7 +197,7 @@ def integrate_step(
     dt3 = dt.unsqueeze(-1)
     tau = None
     for k in range(num_substeps):
-        current = current_at(pos)  # spec A4.4.1: sampled before the move
+        current = current_at(pos)  # sampled before the move
         velocity = torch.cat((velocity_r[..., :2] + current, velocity_r[..., 2:]), dim=-1)
         pos = pos + velocity[..., :2] * dt3
         theta = wrap_to_2pi(theta + velocity[..., 2] * dt)

@@ -1,4 +1,5 @@
-"""Vectorised scenario generation: the original's ``reset()`` rejection sampling (spec A3).
+"""Vectorised scenario generation: the original's ``reset()`` rejection sampling
+(docs/simulator.md, "Scenarios and the curriculum").
 
 ``generate_scenarios`` places robots (start/goal pairs), then vortex cores, then static obstacles
 in ``n`` environments at once, with the original's acceptance rules and its shared budget of
@@ -33,13 +34,14 @@ accepted indices. By induction, before slot ``j`` the mask is
 
 Hence the first open candidate is ``k_j``, for every slot, until the count is reached (the count
 test is applied per slot) or the budget is exhausted (the mask is empty: the slot and all later
-ones stay empty, which is the original's "fewer items than requested" quirk, A12.11).
+ones stay empty, which is the original's "fewer items than requested" quirk; docs/simulator.md,
+"Faithful quirks").
 
 Random streams: the draw order is robot starts, robot goals, headings ``[n, R]``, then (only if
 there are core slots) core centres, directions, edge speeds, then (only if there are obstacle
 slots) obstacle centres and radii. The same generator state therefore gives the same scenarios;
 changing a slot count changes the stream. Bit-exact reproduction of the original's numpy stream
-is not a goal (spec A13).
+is not a goal (docs/simulator.md, "Randomness").
 
 Distances are compared squared (``dx^2 + dy^2 > c^2`` for the original's ``|d| > c``): the same
 rules, only round-off within an ulp of a threshold can decide differently. Thresholds are
@@ -50,7 +52,8 @@ times the arithmetic.
 No host synchronisation: no ``item()`` read-back, no boolean-mask indexing, no data-dependent Python
 branch; on CUDA the whole call is a fixed sequence of kernel launches.
 
-Units: metres, seconds, radians; circulation ``Gamma`` in m^2/s. Frames: world (spec A0).
+Units: metres, seconds, radians; circulation ``Gamma`` in m^2/s. Frames: world
+(docs/simulator.md, "Tensors").
 """
 
 from __future__ import annotations
@@ -240,7 +243,7 @@ def _accept_robots(
     num_robots: Tensor,
     min_start_goal_dis: Tensor,
 ) -> tuple[Tensor, Tensor]:
-    """Robot acceptance of spec A3.1 on given candidates.
+    """Robot acceptance (the original's start-goal rules) on given candidates.
 
     A candidate ``(start, goal)`` is accepted iff ``|goal - start| >= min_start_goal_dis`` and,
     against every accepted robot k, ``|start_k - start| > clear_r`` and
@@ -280,7 +283,7 @@ def _accept_cores(
     robot_present: Tensor,
     num_cores: Tensor,
 ) -> tuple[Tensor, Tensor]:
-    """Vortex-core acceptance of spec A3.2 on given candidates.
+    """Vortex-core acceptance (the original's core rules) on given candidates.
 
     Own checks: inside the map (``x - r >= 0``, ``x + r <= W``, ``y - r >= 0``, ``y + r <= W``:
     the original's quirk uses the width for the y upper bound) and distance ``>= r + clear_r`` to
@@ -345,7 +348,7 @@ def _accept_obstacles(
     core_present: Tensor,
     num_obstacles: Tensor,
 ) -> tuple[Tensor, Tensor]:
-    """Static-obstacle acceptance of spec A3.3 on given candidates.
+    """Static-obstacle acceptance (the original's obstacle rules) on given candidates.
 
     Own checks: ``x +- r_o`` within ``[0, W]`` and ``y +- r_o`` within ``[0, H]``; distance
     ``>= r_o + clear_r`` to every present robot start and goal; distance ``> core_r + r_o`` to
@@ -491,7 +494,7 @@ def generate_scenarios(
     min_start_goal_dis: Tensor,
     generator: torch.Generator,
 ) -> Scenario:
-    """Generate ``n`` random scenarios with the original's rules (spec A3).
+    """Generate ``n`` random scenarios with the original's rules.
 
     Args:
         base: ``n`` environments whose constants (map size, core and obstacle parameters,

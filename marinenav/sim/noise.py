@@ -1,4 +1,4 @@
-"""Sync-free random draws used by perception (spec A5).
+"""Sync-free random draws used by perception.
 
 The radius noise is ``VonMises(mu=0, kappa)`` with ``kappa`` a per-robot constant (1.0 by
 default). ``torch.distributions.VonMises`` samples by rejection in a ``while not done.all()``

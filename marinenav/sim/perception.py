@@ -1,4 +1,4 @@
-"""Perception (spec A5): self state, sector detection with noise, collision and goal tests,
+"""Perception: self state, sector detection with noise, collision and goal tests,
 and the 5 nearest objects in the robot frame.
 
 Every robot slot sees the same candidate list: the obstacle slots in order, then the robot
@@ -73,10 +73,10 @@ def self_state(
     thrust: torch.Tensor,
     goal: torch.Tensor,
 ) -> torch.Tensor:
-    """The 7-number self observation ``[E, R, 7]`` in the robot frame, no noise (A5.1).
+    """The 7-number self observation ``[E, R, 7]`` in the robot frame, no noise.
 
-    ``(goal - pos)`` and the over-ground velocity (lagged, A4.4) are rotated by ``R(theta)^T``;
-    yaw rate and thrusts (N, unnormalised) are appended.
+    ``(goal - pos)`` and the over-ground velocity (one sub-step lagged) are rotated by
+    ``R(theta)^T``; yaw rate and thrusts (N, unnormalised) are appended.
     """
     goal_body = world_to_body(goal - pos, cos, sin)
     velocity_body = world_to_body(velocity[..., :2], cos, sin)
@@ -93,7 +93,7 @@ def perceive(
     slot_index: torch.Tensor,
     compact: bool = False,
 ) -> PerceptionResult:
-    """Perceive for every robot slot at once (A5 steps 1-5).
+    """Perceive for every robot slot at once.
 
     Args:
         state: the robots' state, ``[E, R, ...]``: position, heading, over-ground velocity
@@ -249,7 +249,7 @@ def _nearest_objects(
     ``cand_valid``, ``radius_uniform``: ``B + [K]``; ``gauss``: ``B + [K, 4]``)."""
     c = ego.constant
     pos_std, vel_std = c("pos_std").unsqueeze(-1), c("vel_std").unsqueeze(-1)
-    # Noise, world frame (A5): position, velocity, then von Mises radius factor.
+    # Noise, world frame: position, velocity, then von Mises radius factor.
     noisy_pos = cand.pos + gauss[..., 0:2] * pos_std.unsqueeze(-1)
     noisy_vel = cand.vel + gauss[..., 2:4] * vel_std.unsqueeze(-1)
     x = radius_noise.angles(c("r_kappa").unsqueeze(-1), radius_uniform)
@@ -269,7 +269,7 @@ def _nearest_objects(
         & ego.active.unsqueeze(-1)
     )
 
-    # Collision with true values, for detected objects only (A5.3, quirk A12.9).
+    # Collision with true values, for detected objects only (a kept quirk).
     true_dist = torch.linalg.vector_norm(cand.pos - ego.pos.unsqueeze(-2), dim=-1)
     ego_radius = ego.radius.unsqueeze(-1)
     collision = (detected & (true_dist - cand.radius - ego_radius <= 0)).any(dim=-1)

@@ -1,11 +1,15 @@
-"""The task's rules (spec A7, A8): reward, outcome codes and termination, apart from physics.
+"""The task's rules: reward, outcome codes and termination, apart from physics.
 
 The physics (``dynamics.py``, ``current.py``, ``perception.py``, ``colregs.py``) says where the
 robots are and what they perceive; these functions say what the navigation task makes of it,
 as VMAS separates ``World.step`` from a scenario's ``reward`` and ``done``. The simulator's step
 gathers what happened in a step into :class:`StepEvents` and asks :func:`step_reward`,
 :func:`outcome_codes` and :func:`terminate`; the TorchRL environment asks
-:func:`reset_codes` and, for the evaluation rule of spec C4, :func:`cut_at_first_collision`.
+:func:`reset_codes` and, for the evaluation's rule "the episode ends at the first collision",
+:func:`cut_at_first_collision`. The reward's equation is in
+docs/simulator.md, "The model in equations", the end of an episode in
+docs/simulator.md, "Episode rules", and the function of every reward term, outcome code and
+termination flag in docs/extending.md, "Where each reward term lives".
 
 Every function is plain tensor code: no Python branching on tensor values, no host read, no
 write to its inputs, so the compiled step (``compile=True``) traces them into its one graph.
@@ -38,32 +42,32 @@ class StepEvents:
     deactivated: torch.Tensor  # [E, R] bool: deactivated before the step
     goal_distance_before: torch.Tensor  # [E, R] m, true positions, before the sub-steps
     goal_distance_after: torch.Tensor  # [E, R] m, true positions, after the sub-steps
-    apply_colregs: torch.Tensor  # [E, R] bool: a COLREGs give-way or head-on rule applies (A6)
-    turn_angle: torch.Tensor  # [E, R] rad: starboard turn still needed (A6), 0 where none
-    collision: torch.Tensor  # [E, R] bool: contact with a detected object (A5.3), latched
-    reach_goal: torch.Tensor  # [E, R] bool: within goal_dis of the goal (A5.3), latched
-    timeout: torch.Tensor  # [E] bool: the step limit is hit on this step (A8)
+    apply_colregs: torch.Tensor  # [E, R] bool: a COLREGs give-way or head-on rule applies
+    turn_angle: torch.Tensor  # [E, R] rad: starboard turn still needed, 0 where none
+    collision: torch.Tensor  # [E, R] bool: contact with a detected object, latched
+    reach_goal: torch.Tensor  # [E, R] bool: within goal_dis of the goal, latched
+    timeout: torch.Tensor  # [E] bool: the step limit is hit on this step
 
 
 @dataclass
 class Termination:
-    """Which robots and environments end on a step (spec A8), all bool."""
+    """Which robots and environments end on a step, all bool."""
 
     done: torch.Tensor  # [E, R]: inactive slots, robots that ended, every slot at the step limit
     terminated: torch.Tensor  # [E, R]: robots that acted and collided or reached the goal
     truncated: torch.Tensor  # [E, R]: robots that acted and were cut by the step limit
-    deactivated: torch.Tensor  # [E, R]: deactivated after the step (the trainer's rule, A8)
+    deactivated: torch.Tensor  # [E, R]: deactivated after the step (the trainer's rule)
     env_done: torch.Tensor  # [E]: no robot left active, or the step limit hit
     env_truncated: torch.Tensor  # [E]: the step limit hit on this step
 
 
 def goal_distance(scenario: Scenario, pos: torch.Tensor) -> torch.Tensor:
-    """Distance to the goal ``[E, R]`` (m) from true positions ``pos [E, R, 2]`` (spec A7.1)."""
+    """Distance to the goal ``[E, R]`` (m) from true positions ``pos [E, R, 2]``."""
     return torch.linalg.vector_norm(scenario.goal - pos, dim=-1)
 
 
 def step_limit_reached(episode_steps: torch.Tensor, max_episode_steps: int) -> torch.Tensor:
-    """``[E]`` bool: this step is the timeout step (spec A8).
+    """``[E]`` bool: this step is the timeout step.
 
     ``episode_steps [E]`` int64 is the counter *before* its increment, so with the default
     limit of 1000 the 1001st step of an episode is the timeout step.
@@ -72,7 +76,7 @@ def step_limit_reached(episode_steps: torch.Tensor, max_episode_steps: int) -> t
 
 
 def progress_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
-    """Time penalty plus progress to the goal ``[E, R]`` (spec A7.2).
+    """Time penalty plus progress to the goal ``[E, R]``.
 
     ``timestep_penalty + (d_before - d_after)``: -0.1 per step with the defaults, plus the
     metres gained towards the goal.
@@ -83,7 +87,7 @@ def progress_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
 
 
 def colregs_penalty(scenario: Scenario, events: StepEvents) -> torch.Tensor:
-    """COLREGs penalty ``[E, R]`` (spec A6, A7.3): ``COLREGs_penalty * phi`` where the rule
+    """COLREGs penalty ``[E, R]``: ``COLREGs_penalty * phi`` where the rule
     applies (-0.1 per radian of the starboard turn still needed, with the defaults), else 0."""
     turn = events.turn_angle
     return torch.where(
@@ -92,11 +96,12 @@ def colregs_penalty(scenario: Scenario, events: StepEvents) -> torch.Tensor:
 
 
 def terminal_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
-    """Exactly one terminal term per robot ``[E, R]`` (spec A7.3), in priority order:
+    """Exactly one terminal term per robot ``[E, R]``, in priority order:
 
-    timeout 0 (quirk A12.7: a collision or goal on the timeout step earns nothing); else
+    timeout 0 (a kept quirk: a collision or goal on the timeout step earns nothing); else
     collision ``collision_penalty`` (-5); else goal ``goal_reward`` (+10); else 0. A collision
-    wins over a goal reached on the same step (quirk A12.8).
+    wins over a goal reached on the same step (a kept quirk; docs/simulator.md,
+"Faithful quirks").
     """
     zero = torch.zeros_like(events.goal_distance_after)
     terminal = torch.where(
@@ -134,14 +139,14 @@ def total_reward(terms: torch.Tensor) -> torch.Tensor:
 
 
 def step_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
-    """The reward of every robot slot ``[E, R]`` (spec A7): progress, then COLREGs penalty,
+    """The reward of every robot slot ``[E, R]``: progress, then COLREGs penalty,
     then the terminal term, for robots that acted; 0 for inactive slots (deactivated robots
     and padding). The terms are added in the original's order (float round-off included)."""
     return total_reward(reward_terms(scenario, events))
 
 
 def outcome_codes(scenario: Scenario, events: StepEvents) -> torch.Tensor:
-    """``info`` state of every robot slot ``[E, R]`` int64 :class:`InfoState` (spec A8).
+    """``info`` state of every robot slot ``[E, R]`` int64 :class:`InfoState`.
 
     A robot that acted: ``TOO_LONG_EPISODE`` at the step limit, else ``COLLISION``, else
     ``REACH_GOAL``, else ``NORMAL``. A slot that did not act: ``EMPTY_SLOT`` for padding, else
@@ -175,11 +180,12 @@ def reset_codes(robot_present: torch.Tensor) -> torch.Tensor:
 
 
 def terminate(scenario: Scenario, events: StepEvents) -> Termination:
-    """Done, terminated and truncated flags and the deactivation after a step (spec A8, C2).
+    """Done, terminated and truncated flags and the deactivation after a step
+(docs/simulator.md, "Episode rules").
 
     A robot that acted and collided or reached its goal terminates and is deactivated (the
     original's training loop deactivates it after storing its transition). At the step limit
-    every robot that acted is truncated (no terminal reward, A7). An environment is done when
+    every robot that acted is truncated (no terminal reward). An environment is done when
     no robot is left active or at the step limit. Slots that did not act report ``done``.
     """
     ended = events.collision | events.reach_goal
@@ -203,7 +209,7 @@ def cut_at_first_collision(
     truncated: torch.Tensor,
     env_done: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Evaluation rule (spec C4): an environment's episode ends at its first collision.
+    """Evaluation rule: an environment's episode ends at its first collision.
 
     Args:
         info: ``[E, R]`` int64 outcome codes of the step.

@@ -1,6 +1,6 @@
 """``Scenario``: the padded initial conditions and constants of a batch of environments.
 
-A scenario is everything the original's ``episode_data()`` / eval-config JSON holds (spec A10)
+A scenario is everything the original's ``episode_data()`` / eval-config JSON holds
 except the histories: per-environment constants (map, reward constants), obstacles, vortex
 cores, and per-robot constants and initial state. Every field has the environment batch as its
 leading dimension ``n``; robots, obstacles and cores are padded to fixed slot counts ``R``, ``O``

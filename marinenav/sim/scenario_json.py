@@ -1,4 +1,5 @@
-"""Scenario import and export in the original's episode / eval-config JSON layout (spec A10).
+"""Scenario import and export in the original's episode / eval-config JSON layout
+(docs/migrating.md, "Scenarios and evaluation sets").
 
 A dict has an ``"env"`` part (map, reward constants, ``cores``, ``obstacles``) and a
 ``"robots"`` part where every key is a list indexed by robot. Loading reads every key the
@@ -10,7 +11,7 @@ Bad input raises ``ValueError`` naming the key: missing keys, lists of mismatche
 robots / obstacles / cores than the slots, sub-step counts other than the simulator's, a
 singular mass matrix, and placements no episode can start from (:func:`_check_placement`): an
 obstacle of zero or negative radius, a robot that starts within ``goal_dis`` of its goal, or in
-collision (spec A5.3's test, ``distance - r_a - r_b <= 0``) with an obstacle or another robot.
+collision (the collision test, ``distance - r_a - r_b <= 0``) with an obstacle or another robot.
 """
 
 from __future__ import annotations
@@ -222,8 +223,8 @@ def _first(mask: torch.Tensor) -> list[int] | None:
 def _check_placement(out: Scenario, i: int, n: int, n_obs: int) -> None:
     """Refuse a start no episode can begin from, in environment ``i`` of ``out`` (float64, CPU,
     filled): a non-positive obstacle radius, a start within ``goal_dis`` of its goal (reached
-    before the first step, spec A5.3), a start in collision with an obstacle or another robot
-    (``distance - r_a - r_b <= 0``, A5.3's test)."""
+    before the first step), a start in collision with an obstacle or another robot
+    (``distance - r_a - r_b <= 0``, the collision test)."""
     radius = out.obstacle_radius[i, :n_obs]  # [O'] m
     start, goal = out.start[i, :n], out.goal[i, :n]  # [n, 2] m
     robot_r, goal_dis = out.radius[i, :n], out.goal_dis[i, :n]  # [n] m
@@ -262,7 +263,7 @@ def _check_placement(out: Scenario, i: int, n: int, n_obs: int) -> None:
 def scenarios_to_dicts(
     scenario: Scenario, num_substeps: int = int(ROBOT_DEFAULTS["N"])
 ) -> list[dict]:
-    """Export every environment of ``scenario`` as the original's episode dict (A10).
+    """Export every environment of ``scenario`` as the original's episode dict.
 
     Reads the tensors back to the host once (not for hot paths). Only present robots,
     obstacles and cores are written, in slot order.
@@ -324,7 +325,7 @@ def _dict_of_env(v: dict[str, list], e: int, num_substeps: int) -> dict:
     robots["perception"]["max_obj_num"] = [int(x) for x in robots["perception"]["max_obj_num"]]
     robots["observation_history"] = [[] for _ in robots_idx]
     robots["action_history"] = [[] for _ in robots_idx]
-    # First trajectory row (A10): x, y, theta, velocity_r, velocity, thruster angles, thrusts.
+    # First trajectory row: x, y, theta, velocity_r, velocity, thruster angles, thrusts.
     robots["trajectory"] = [
         [[*start, theta, *vel, vel[0] + cur[0], vel[1] + cur[1], vel[2], *angle, *thrust]]
         for start, theta, vel, cur, angle, thrust in zip(

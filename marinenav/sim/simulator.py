@@ -10,11 +10,11 @@ A step is physics, then the task's rules, as VMAS splits ``World.step`` from a s
 perception and COLREGs (``perception.py``, ``colregs.py``), and then reward, outcome codes and
 termination (``rules.py``), pure functions of what happened in the step (``StepEvents``).
 
-Episode bookkeeping follows the original *training loop* (spec A8, C2): after a step every
-robot whose collision or goal flag is set is deactivated; a deactivated robot gets no action,
-does not move, is invisible to the others and reports ``done`` with zero reward. An
-environment's episode is over when none of its robots is active or when the step limit is hit
-(the step on which the pre-increment step counter equals ``max_episode_steps``, i.e. the
+Episode bookkeeping follows the original *training loop* (docs/simulator.md, "Episode rules"):
+after a step every robot whose collision or goal flag is set is deactivated; a deactivated robot
+gets no action, does not move, is invisible to the others and reports ``done`` with zero reward.
+An environment's episode is over when none of its robots is active or when the step limit is
+hit (the step on which the pre-increment step counter equals ``max_episode_steps``, i.e. the
 1001st step). The simulator does not reset by itself: call :meth:`reset` with a mask.
 
 Validation mode (``validate=True``, the default for direct users) checks action values
@@ -78,7 +78,7 @@ class StepResult:
 
 
 class MarineNavSimulator:
-    """Batched multi-robot marine navigation (spec Part A).
+    """Batched multi-robot marine navigation (docs/simulator.md).
 
     Args:
         num_envs: ``E``.
@@ -86,7 +86,7 @@ class MarineNavSimulator:
             ``"continuous"`` (two values in ``[-1, 1]`` per robot, ``[E, R, 2]``).
         robot_slots, obstacle_slots, core_slots: ``R, O, C``; default to what the layout
             places at most. A layout needing more raises ``ValueError``.
-        schedule: curriculum of the random scenarios (spec A9); default the original's
+        schedule: curriculum of the random scenarios; default the original's
             6-stage training schedule. Shorthand for ``layout=RandomLayout(schedule=...)``.
         device, dtype: where and in what float precision to simulate.
         seed: seed of the simulator's ``torch.Generator`` (scenarios and perception noise).
@@ -182,7 +182,8 @@ class MarineNavSimulator:
         self.generator.manual_seed(seed)
 
         E, R = num_envs, self.robot_slots
-        # Constants made once (performance rule 3).
+        # Constants made once (rule 3 of
+        # docs/architecture.md, "Performance rules and where they are kept").
         self._base = default_scenario(E, *slots, dtype=dtype, device=self.device)
         self._robot_index = torch.arange(R, device=self.device)
         self._slot_index = torch.arange(MAX_OBJECTS, device=self.device)
@@ -334,7 +335,7 @@ class MarineNavSimulator:
         env_ids: Sequence[int] | None = None,
         fixed: bool = True,
     ) -> Observation:
-        """Put environments into exactly the given scenarios (original JSON layout, A10).
+        """Put environments into exactly the given scenarios (the original's JSON layout).
 
         Args:
             scenarios: episode dicts, or a :class:`Scenario` with matching slots.
@@ -478,7 +479,8 @@ class MarineNavSimulator:
         seen, apply, phi = self._perceive(
             state, active, PerceptionNoise(gauss=gauss, radius_uniform=radius_uniform)
         )
-        # The task's rules (A7, A8) on what the physics and perception produced.
+        # The task's rules (reward, outcome codes, termination) on what the physics and
+        # perception produced.
         events = StepEvents(
             acted=active,
             deactivated=self.deactivated,
@@ -582,7 +584,7 @@ class MarineNavSimulator:
         noise: PerceptionNoise,
         scenario: Scenario | None = None,
     ) -> tuple[PerceptionResult, torch.Tensor, torch.Tensor]:
-        """Perceive (A5) and evaluate COLREGs (A6) from ``state``; pure (writes nothing).
+        """Perceive and evaluate COLREGs from ``state``; pure (writes nothing).
 
         Every environment, or with ``scenario`` (``k`` environments) only those (``state`` and
         ``active`` then hold just them too). Returns the perception, the COLREGs flag (active

@@ -11,11 +11,12 @@ them exactly.
 :func:`marinenav.training.validation.validate` adds the checks Hydra cannot make (sizes,
 curriculum against slots).
 
-Counting: one *timestep* is one environment step of one environment, the original's unit
-(C2); a batched step of ``E`` environments is ``E`` timesteps. Schedules (learning start, target
-copies, epsilon decay, evaluation, curriculum stages, total budget) are in timesteps, and the
-number of gradient updates per timestep (``updates_per_timestep``) defaults to the original's
-one update every 4 steps. A timestep adds one transition per active robot.
+Counting (docs/training.md, "Counting, and the defaults"): one *timestep* is one environment
+step of one environment, the original's unit; a batched step of ``E`` environments is ``E``
+timesteps. Schedules (learning start, target copies, epsilon decay, evaluation, curriculum
+stages, total budget) are in timesteps, and the number of gradient updates per timestep
+(``updates_per_timestep``) defaults to the original's one update every 4 steps. A timestep adds
+one transition per active robot.
 """
 
 from __future__ import annotations

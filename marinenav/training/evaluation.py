@@ -1,4 +1,5 @@
-"""Evaluation on a fixed scenario set, all episodes at once in one batched environment (C4).
+"""Evaluation on a fixed scenario set, all episodes at once in one batched environment
+(docs/training.md, "Evaluation").
 
 The set is generated once, deterministically from a seed, with ``episodes_per_stage`` episodes
 for each curriculum stage (the original: 10 per stage, 60 in all, seed 253), and saved in the

@@ -1,8 +1,9 @@
 """Per-robot n-step transitions, computed on the device with fixed shapes and no host sync.
 
-Rainbow learns from n-step returns (spec B7, ``n = 3``). The original appended all robots'
+Rainbow learns from n-step returns (``n = 3``). The original appended all robots'
 steps, interleaved, to one sequential memory, so a "3-step return" mixed the rewards of
-different robots (quirk B7). Here every robot slot ``(e, r)`` of a batch of environments
+different robots (docs/training.md, "Deviations from the original trainer and
+agents"). Here every robot slot ``(e, r)`` of a batch of environments
 ``[E, R]`` keeps its own window of its last ``n`` active steps, and the returns run along that
 robot's own trajectory:
 

@@ -1,4 +1,4 @@
-"""Proportional prioritized replay sampling on the device, in plain torch (spec B7).
+"""Proportional prioritized replay sampling on the device, in plain torch (Rainbow's replay).
 
 TorchRL's ``PrioritizedSampler`` keeps its sum / min trees in a C++ extension that does not load
 with our torch, and it reads values back to the host on every CPU sample. This sampler keeps

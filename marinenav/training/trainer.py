@@ -1,4 +1,4 @@
-"""The training loop (spec C2), batched over environments and kept on one device.
+"""The training loop (docs/training.md), batched over environments and kept on one device.
 
 Per batched step: epsilon from the schedule (host arithmetic on the host step counter; for
 agents whose class says ``epsilon_greedy``), act with the agent's ``PolicyWrapper``, step every
@@ -161,7 +161,8 @@ def resolve_device(name: str) -> torch.device:
 
 
 def linear_epsilon(timestep: int, cfg) -> float:
-    """The original's schedule (C3): linear from initial to final over the first
+    """The original's schedule (docs/training.md, "Counting, and the defaults"):
+    linear from initial to final over the first
     ``exploration_fraction`` of the budget, then constant."""
     progress = timestep / cfg.total_timesteps
     if progress >= cfg.exploration_fraction:
@@ -287,7 +288,7 @@ class Trainer:
         values = OmegaConf.to_container(self.cfg.agent, resolve=True)
         name = values.pop("name")
         cls = agent_class(name)
-        values["seed"] = self.cfg.seed + 100  # spec B1.4: agent seed = run seed + 100
+        values["seed"] = self.cfg.seed + 100  # agent seed = run seed + 100, as in the original
         agent = cls(cls.config_class(**values)).to(self.device)
         agent.policy.set_seed(self.cfg.seed)
         return agent
@@ -638,7 +639,8 @@ class Trainer:
         self.env.sim.load_state_dict(state["simulator"])
         counters = state["counters"]
         self.timesteps, self.updates = counters["timesteps"], counters["updates"]
-        self.wall_clock_before = counters.get("wall_clock_s", 0.0)  # absent before 2026-11-23
+        # checkpoints written by earlier versions lack wall_clock_s
+        self.wall_clock_before = counters.get("wall_clock_s", 0.0)
         self._updates_at_log = self.updates
         for name, value in state["trackers"].items():
             if name == "metrics":

@@ -1,4 +1,4 @@
-"""Learning curves of one or several runs (spec C6, the original's ``plot_training_results``).
+"""Learning curves of one or several runs (as the original's ``plot_training_results``).
 
 Each run directory holds ``evaluations.jsonl``, one line per evaluation round on the fixed set
 (``timestep``, ``eval/return``, ``eval/success_rate``, ``eval/travel_time``, ``eval/energy``).

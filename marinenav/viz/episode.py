@@ -1,7 +1,7 @@
 """One evaluation episode of a trained agent, recorded for people: PNG frames and animations.
 
 :func:`record_episode` runs one scenario dict (the original's ``eval_configs.json`` layout) with
-the agent's deterministic policy, as the evaluation does (spec C4: the episode ends at the first
+the agent's deterministic policy, as the evaluation does (the episode ends at the first
 collision or when every robot is done, at most ``max_steps`` steps), and copies what the
 pictures need to the host after every step. :func:`save_frames` and :func:`save_animation` draw
 it with :func:`marinenav.viz.frames.draw_frame`.
@@ -84,7 +84,7 @@ class EpisodeRecording:
 
     @property
     def success(self) -> bool:
-        """Every robot reached its goal (spec C4)."""
+        """Every robot reached its goal (the evaluation's success)."""
         return bool((self.reached[-1] | ~self.present).all())
 
     def frame(self, k: int) -> FrameState:

@@ -1,7 +1,7 @@
 """Pictures of one environment for people: map, current speed, obstacles, vessels, goals and
 the trajectories so far. Headless matplotlib (Agg canvas, no pyplot state).
 
-Like the original's plots (spec C6), world ``y`` (East) is the horizontal axis and world ``x``
+Like the original's plots, world ``y`` (East) is the horizontal axis and world ``x``
 (North) the vertical one, so a heading of 0 points up.
 
 A frame is drawn from host data (:class:`FrameState` and a one-environment CPU

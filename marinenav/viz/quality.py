@@ -84,8 +84,8 @@ def _episode_count(record: dict[str, Any]) -> tuple[int, int]:
 def read_run(run_dir: str | Path, require_wall_clock: bool = True) -> RunQuality:
     """The validation evaluations of a run (a timestep evaluated twice keeps its last line) and
     its large-set evaluation file when present. Raises ``ValueError`` for evaluations without
-    ``wall_clock_s`` (written before 2026-11-23), unless ``require_wall_clock`` is False: their
-    minutes are then NaN (the run table of :mod:`marinenav.viz.runs` shows such runs too)."""
+    ``wall_clock_s`` (files written by earlier versions), unless ``require_wall_clock`` is False:
+    their minutes are then NaN (the run table of :mod:`marinenav.viz.runs` shows such runs too)."""
     run_dir = Path(run_dir)
     path = run_dir / EVALUATIONS_NAME
     if not path.is_file():
