@@ -62,8 +62,10 @@ def evaluate_policy(
     if not scenarios:
         raise ValueError("no scenarios to evaluate")
     setup = evaluation_setup(config, scenarios)
-    evaluator = Evaluator(scenarios, action_kind, gamma, max_steps, device=device, **setup)
-    evaluator.episodes_per_stage = episodes_per_stage
+    evaluator = Evaluator(
+        scenarios, action_kind, gamma, max_steps, device=device,
+        episodes_per_stage=episodes_per_stage, **setup,
+    )  # fmt: skip
     return evaluator.run(policy, compact=compact)
 
 

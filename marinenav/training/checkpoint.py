@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from marinenav.agents import Agent, agent_class
+from marinenav.agents import Agent, make_agent
 
 CHECKPOINT_NAME = "checkpoint.pt"
 BEST_DIR = "best"  # the agent of the best evaluation so far, beside the last checkpoint
@@ -129,8 +129,7 @@ def load_agent(path: str | Path, device: torch.device | str = "cpu") -> tuple[Ag
     state = load_checkpoint(path, device)
     config = state["config"]
     values = dict(config["agent"])
-    cls = agent_class(values.pop("name"))
-    agent = cls(cls.config_class(**values)).to(device)
+    agent = make_agent(values.pop("name"), **values).to(device)
     agent.load_state_dict(state["agent"]["modules"])
     agent.eval()
     return agent, config

@@ -119,6 +119,8 @@ class Evaluator:
         seed: the perception-noise stream restarts from it at every evaluation, so an
             evaluation is a function of the policy alone (the original re-seeds its evaluation
             environment for every episode).
+        episodes_per_stage: consecutive episodes of one stage (per-stage success rates), or
+            None for a set without stages.
     """
 
     def __init__(
@@ -133,6 +135,7 @@ class Evaluator:
         device: torch.device | str,
         dtype: torch.dtype,
         seed: int = 253,
+        episodes_per_stage: int | None = None,
     ) -> None:
         self.seed = seed
         self.env = MarineNavEnv.from_scenarios(
@@ -142,7 +145,7 @@ class Evaluator:
         )  # fmt: skip
         self.gamma = gamma
         self.max_steps = max_steps
-        self.episodes_per_stage: int | None = None
+        self.episodes_per_stage = episodes_per_stage
 
     @staticmethod
     def _act_on_rows(

@@ -47,7 +47,7 @@ from omegaconf import DictConfig, OmegaConf
 from tensordict import TensorDict, TensorDictBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from marinenav.agents import Agent, agent_class
+from marinenav.agents import Agent, make_agent
 from marinenav.envs import MarineNavEnv
 from marinenav.keys import dtype_named
 from marinenav.sim import InfoState
@@ -239,9 +239,8 @@ class Trainer:
         self.evaluator = Evaluator(
             scenarios, self.agent.action_kind, self.agent.config.gamma, cfg.evaluation.max_steps,
             cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots, self.device,
-            self.dtype, seed=eval_seed,
+            self.dtype, seed=eval_seed, episodes_per_stage=len(scenarios) // layout.num_stages,
         )  # fmt: skip
-        self.evaluator.episodes_per_stage = len(scenarios) // layout.num_stages
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
         self.updates = 0
@@ -286,10 +285,8 @@ class Trainer:
 
     def _make_agent(self) -> Agent:
         values = OmegaConf.to_container(self.cfg.agent, resolve=True)
-        name = values.pop("name")
-        cls = agent_class(name)
         values["seed"] = self.cfg.seed + 100  # agent seed = run seed + 100, as in the original
-        agent = cls(cls.config_class(**values)).to(self.device)
+        agent = make_agent(values.pop("name"), **values).to(self.device)
         agent.policy.set_seed(self.cfg.seed)
         return agent
 
