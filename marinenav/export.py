@@ -27,7 +27,8 @@ The file also carries ``marinenav_export.json`` (``torch.jit.load(path, _extra_f
 
 ONNX has no tuple inputs: the ONNX export takes the three state tensors (and the extra inputs)
 as separate inputs, batch 1; ONNX Runtime has no float64 ``Atan``, so every ``atan`` of the
-exported graph is written with elementary operations (:func:`atan_elementary`).
+exported graph is written with elementary operations
+(:func:`marinenav.elementary_atan.atan_elementary`).
 
 Command line: ``python -m marinenav.export RUN_DIR [--out DIR] [--onnx]`` writes
 ``traced_<model_type>_model.pt`` (and ``<model_type>_model.onnx``) for the run's trained agent.
@@ -40,7 +41,6 @@ import copy
 import functools
 import inspect
 import json
-import math
 import sys
 import warnings
 from collections.abc import Sequence
@@ -49,9 +49,9 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from marinenav.agents import AGENT_NAMES, Agent, agent_class
+from marinenav.elementary_atan import ElementaryAtan
 from marinenav.sim.constants import MAX_OBJECTS, OBJECT_DIM, SELF_STATE_DIM
 
 EXPORT_NUM_TAU = 32  # K of the quantile fractions input: the C++ planner hard-wires it
@@ -130,56 +130,6 @@ class FlatInputs(nn.Module):
 
     def forward(self, self_state, object_states, object_masks, *extra):
         return self.module((self_state, object_states, object_masks), *extra)
-
-
-# Cephes' double-precision arctangent (range reduction, then a rational approximation): ONNX
-# Runtime has no float64 ``Atan`` kernel, so the ONNX export computes every ``atan`` (the
-# ``(2/pi) atan`` squash of deterministic actors) with basic float64 operations instead (within
-# 1e-16 of torch.atan).
-_ATAN_P = (-8.750608600031904122785e-1, -1.615753718733365076637e1, -7.500855792314704667340e1,
-           -1.228866684490136173410e2, -6.485021904942025371773e1)  # fmt: skip
-_ATAN_Q = (2.485846490142306297962e1, 1.650270098316988542046e2, 4.328810604912902668951e2,
-           4.853903996359136964868e2, 1.945506571482613964425e2)  # fmt: skip
-_ATAN_MOREBITS = 6.123233995736765886130e-17  # pi/2 - float64(pi/2)
-_TAN_3PI_8 = 2.41421356237309504880
-
-
-def atan_elementary(x: torch.Tensor) -> torch.Tensor:
-    """``atan(x)`` from ``+ - * /``, ``abs``, ``sign`` and ``where`` only (Cephes ``atan``: full
-    float64 precision): exportable to ONNX graphs that ONNX Runtime runs in float64."""
-    a = x.abs()
-    big = a > _TAN_3PI_8
-    mid = (a > 0.66) & ~big
-    one = torch.ones_like(a)
-    reduced = torch.where(
-        big, -1.0 / torch.where(big, a, one), torch.where(mid, (a - 1) / (a + 1), a)
-    )
-    zero = torch.zeros_like(a)
-    offset = torch.where(big, math.pi / 2, torch.where(mid, math.pi / 4 + zero, zero))
-    extra = torch.where(big, _ATAN_MOREBITS, torch.where(mid, 0.5 * _ATAN_MOREBITS + zero, zero))
-    z = reduced * reduced
-    p = torch.full_like(z, _ATAN_P[0])
-    for c in _ATAN_P[1:]:
-        p = p * z + c
-    q = z + _ATAN_Q[0]
-    for c in _ATAN_Q[1:]:
-        q = q * z + c
-    y = offset + (reduced * (z * p / q) + reduced + extra)
-    return torch.sign(x) * y
-
-
-_ATAN = (torch.atan, torch.arctan, torch.Tensor.atan, torch.Tensor.arctan)
-
-
-class ElementaryAtan(TorchFunctionMode):
-    """While active, float64 ``atan`` is computed by :func:`atan_elementary` (what the ONNX
-    export traces; other dtypes and operations are left alone)."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in _ATAN and args and args[0].dtype == torch.float64:
-            return atan_elementary(args[0])
-        return func(*args, **kwargs)
 
 
 def example_inputs(agent_type: str, num_objects: int = 1) -> tuple[torch.Tensor, ...]:
@@ -268,8 +218,8 @@ def export_onnx(agent: Agent, path: str | Path, opset_version: int = 17) -> Path
     """Export the same module as :func:`export_torchscript` to ONNX (float64 inputs and outputs
     named as in :func:`input_names` / the agent's ``export_outputs``, fixed batch of 1), with
     torch's TorchScript-based exporter (``dynamo=False``: no ``onnxscript`` needed). ``atan`` is
-    written with :func:`atan_elementary` (no float64 kernel in ONNX Runtime). Needs the ``onnx``
-    package (``pip install onnx``). Returns the path."""
+    written with :func:`~marinenav.elementary_atan.atan_elementary` (no float64 kernel in ONNX
+    Runtime). Needs the ``onnx`` package (``pip install onnx``). Returns the path."""
     try:
         import onnx  # noqa: F401
     except ImportError as error:

@@ -22,9 +22,9 @@ from tensordict import TensorDict
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import AGENT_NAMES, Agent, agent_class, make_agent
+from marinenav.elementary_atan import atan_elementary
 from marinenav.export import (
     EXTRA_INPUT_EXAMPLES,
-    atan_elementary,
     export_metadata,
     export_onnx,
     export_torchscript,
