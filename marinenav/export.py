@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
-import inspect
 import json
 import sys
 import warnings
@@ -248,14 +247,9 @@ def export_onnx(agent: Agent, path: str | Path, opset_version: int = 17) -> Path
 
 
 def rule_options(cls: type[Agent], options: dict[str, Any]) -> dict[str, Any]:
-    """The entries of ``options`` that ``cls.planner_action`` names as keyword parameters (the
-    rest are for other agents' rules)."""
-    parameters = inspect.signature(cls.planner_action).parameters.values()
-    named = {
-        p.name for p in parameters
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "outputs"
-    }  # fmt: skip
-    return {key: value for key, value in options.items() if key in named}
+    """The entries of ``options`` that ``cls.planner_action`` takes: those its class declares in
+    ``planner_options`` (the rest are for other agents' rules)."""
+    return {key: value for key, value in options.items() if key in cls.planner_options}
 
 
 def planner_action(
@@ -270,11 +264,12 @@ def planner_action(
         outputs: what the module returned (tensors or NumPy arrays, any leading batch ``[...]``).
         thrust_rate: continuous agents only: multiply by 1000 (N/s), as the planner does before
             its thrust update ``T <- clip(T + rate * 0.5, -500, 1000)``.
-        options: passed to the rule where it names them, ignored otherwise: ``v_min``,
-            ``v_max`` (a categorical return distribution's support, default the agent's
-            config; see ``export_metadata(path)`` for the values a model was trained with),
-            ``noise`` (a sampling policy's standard-normal draws ``[..., 2]``; without them the
-            deterministic action, the ``PolicyWrapper``'s evaluation action).
+        options: passed to the rule where its class declares them (``planner_options``),
+            ignored otherwise: ``v_min``, ``v_max`` (a categorical return distribution's
+            support, default the agent's config; see ``export_metadata(path)`` for the values a
+            model was trained with), ``noise`` (a sampling policy's standard-normal draws
+            ``[..., 2]``; without them the deterministic action, the ``PolicyWrapper``'s
+            evaluation action).
 
     Returns:
         int64 action indices ``[...]`` or continuous actions ``[..., 2]`` in (-1, 1) (times

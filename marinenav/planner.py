@@ -175,10 +175,11 @@ class PlannerPolicy(TensorDictModuleBase):
         module: the loaded TorchScript planner (:func:`load_planner`).
         agent_type: its agent name (the agent class gives the extra inputs and the action
             rule).
-        metadata: the file's export record; the entries the agent's action rule names are
-            passed to it (e.g. a categorical return distribution's support).
+        metadata: the file's export record; the entries the agent's action rule takes (its
+            class's ``planner_options``) are passed to it (e.g. a categorical return
+            distribution's support).
         sac_action: ``"sample"`` (the planner's rule) or ``"mean"``; only for action rules that
-            take ``noise`` (sampling policies, e.g. SAC).
+            take ``noise`` (sampling policies, e.g. SAC: ``"noise"`` in ``planner_options``).
         taus: ``"random"`` (the planner's rule) or ``"midpoints"``; only for planners with a
             ``taus`` input.
         seed: seed of the policy's random stream (taus, then noise), drawn in flat batch
@@ -223,9 +224,7 @@ class PlannerPolicy(TensorDictModuleBase):
         self.metadata = dict(metadata or {})
         self.action_options = rule_options(self.agent_class, self.metadata)
         # a sampling rule gets standard-normal noise shaped like the first output
-        self.sample_noise = sac_action == "sample" and bool(
-            rule_options(self.agent_class, {"noise": None})
-        )
+        self.sample_noise = sac_action == "sample" and "noise" in self.agent_class.planner_options
         self.sac_action = sac_action
         self.taus = taus
         rows_per_robot = EXPORT_NUM_TAU if self.agent_class.export_extra_inputs else 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,11 @@ def test_capabilities_are_declared(name: str) -> None:
     assert planner_file_name(name) == f"traced_{cls.model_type}_model.pt"
     assert len(cls.export_outputs) >= 1 and all(isinstance(o, str) for o in cls.export_outputs)
     assert set(cls.export_extra_inputs) <= set(EXTRA_INPUT_EXAMPLES)
+    # the options the action rule declares are the keyword parameters it takes, no more
+    parameters = inspect.signature(cls.planner_action).parameters.values()
+    keywords = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    assert isinstance(cls.planner_options, tuple)
+    assert sorted(cls.planner_options) == sorted(k for k in keywords if k != "outputs")
 
 
 @pytest.mark.parametrize("name", AGENT_NAMES)

@@ -25,6 +25,7 @@ attribute / method        what it tells
 ``export_extra_inputs``   exported inputs after the state tuple (IQN: ``("taus",)``)
 ``export_network()``      the acting network in the C++ planner's calling convention
 ``planner_action()``      the C++ planner's action rule on the exported outputs (a classmethod)
+``planner_options``       keyword options ``planner_action`` takes (default none; SAC: ``noise``)
 ``export_metadata()``     extra entries of the exported file's record (Rainbow: its support)
 ``cudagraph_update``      whether ``update`` can be captured as a CUDA graph (see below)
 ========================  ==========================================================================
@@ -213,6 +214,7 @@ class Agent(nn.Module):
     model_type: ClassVar[str]
     export_outputs: ClassVar[tuple[str, ...]]
     export_extra_inputs: ClassVar[tuple[str, ...]] = ()
+    planner_options: ClassVar[tuple[str, ...]] = ()
     cudagraph_update: ClassVar[bool] = True
 
     policy: PolicyWrapper
@@ -369,11 +371,12 @@ class Agent(nn.Module):
         """The C++ planner's action from the exported module's ``outputs`` (tensors or NumPy
         arrays, any leading batch ``[...]``): here the output itself for continuous agents
         (``[..., 2]`` in (-1, 1)) and the argmax of the action values for discrete ones (int64
-        ``[...]``). A rule that needs options names them as keyword parameters, and callers
-        (``marinenav.export.planner_action``, the planner loader) pass an option only to a rule
-        that names it: the file's :meth:`export_metadata` entries (Rainbow's ``v_min``,
-        ``v_max``) and, for a sampling planner, ``noise`` (standard-normal draws shaped like the
-        first output)."""
+        ``[...]``). A rule that needs options takes them as keyword parameters and declares
+        their names in :attr:`planner_options`; callers
+        (``marinenav.planner_convention.planner_action``, the planner loader) pass an option
+        only to a rule that declares it: the file's :meth:`export_metadata` entries (Rainbow's
+        ``v_min``, ``v_max``) and, for a sampling planner, ``noise`` (standard-normal draws
+        shaped like the first output)."""
         values = planner_output(outputs)
         return values.clone() if cls.action_kind == "continuous" else values.argmax(dim=-1)
 
@@ -387,7 +390,8 @@ class Agent(nn.Module):
 
     def export_metadata(self) -> dict[str, Any]:
         """Extra entries of the exported file's ``marinenav_export.json`` record (JSON values);
-        the planner loader hands those that :meth:`planner_action` names back to it."""
+        the planner loader hands those named in :attr:`planner_options` back to
+        :meth:`planner_action`."""
         return {}
 
 

@@ -288,6 +288,7 @@ class PPOAgent(Agent):
     config_class = PPOConfig
     export_outputs: ClassVar[tuple[str, ...]] = ("mu", "log_sigma")
     export_extra_inputs: ClassVar[tuple[str, ...]] = ()
+    planner_options: ClassVar[tuple[str, ...]] = ("noise",)  # SAC's sampling rule
     update_keys: ClassVar[tuple[NestedKey, ...]] = UPDATE_KEYS  # what the learner's rows hold
     model_type: ClassVar[str]
     centralised: ClassVar[bool]

@@ -387,6 +387,7 @@ class RainbowAgent(Agent):
     config_class = RainbowConfig
     model_type = "Rainbow"  # the original ships no Rainbow file: its trainer's spelling
     export_outputs = ("probabilities",)
+    planner_options = ("v_min", "v_max")  # the support, recorded by export_metadata
     cudagraph_update = False  # the update noise comes from noise_generator, not the default one
 
     def __init__(self, config: RainbowConfig | None = None) -> None:

@@ -165,6 +165,7 @@ class SACAgent(StackedCritics, Agent):
     config_class = SACConfig
     model_type = "SAC"
     export_outputs = ("mu", "log_sigma")
+    planner_options = ("noise",)  # the planner samples: standard-normal draws
 
     def __init__(self, config: SACConfig | None = None) -> None:
         super().__init__(config)
