@@ -2,24 +2,20 @@
 (docs/migrating.md, "The node's call, from C++").
 
 The exported module is a float64, CPU copy of the agent's :meth:`~marinenav.agents.base.Agent.
-export_network` (the acting network in the planner's calling convention), traced with
-``torch.jit.trace`` on batch-of-1 example inputs. The C++ planner calls
-``model.forward({tensorTuple})``: one tuple argument
-
-``x = (self_state (N, 7) f64, object_states (N, 5, 5) f64, object_masks (N, 5) f64)``
-
-(objects nearest first, always zero-padded to 5, masks 0/1: the traced graph has no "no objects"
-branch), any batch ``N``, followed by the agent's ``export_extra_inputs`` (quantile fractions
-``taus (N, 32)`` f64 for an implicit quantile network). Files are named as the original's,
-``traced_<model_type>_model.pt`` (:func:`planner_file_name`, :data:`MODEL_TYPES`), so the
-original's planner loads them unchanged, and :mod:`marinenav.planner` loads ours and the
-original's shipped files alike.
+export_network` (the acting network in the planner's calling convention,
+:mod:`marinenav.planner_convention`: one tuple ``(self_state, object_states, object_masks)``,
+any batch ``N``, then the agent's extra inputs), traced with ``torch.jit.trace`` on batch-of-1
+example inputs (objects always zero-padded to 5: the traced graph has no "no objects" branch).
+Files are named as the original's, ``traced_<model_type>_model.pt``
+(:func:`~marinenav.planner_convention.planner_file_name`), so the original's planner loads them
+unchanged, and :mod:`marinenav.planner` loads ours and the original's shipped files alike.
 
 Everything agent-specific comes from the agent's class (``marinenav.agents.base``): the
 outputs (``export_outputs``, documented with each agent's ``export_network``), the extra
 inputs, the file-name spelling (``model_type``), extra metadata (``export_metadata()``) and the
-planner's action rule (``planner_action``). :func:`planner_action` applies that rule to an
-exported module's outputs, so an export can be checked against the live policy.
+planner's action rule (``planner_action``, ``planner_options``), which
+:func:`marinenav.planner_convention.planner_action` applies to an exported module's outputs, so
+an export can be checked against the live policy.
 
 The file also carries ``marinenav_export.json`` (``torch.jit.load(path, _extra_files=...)``, or
 :func:`export_metadata`): the agent name, input / output names and the agent's extra entries
@@ -38,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import functools
 import json
 import sys
 import warnings
@@ -49,64 +44,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from marinenav.agents import AGENT_NAMES, Agent, agent_class
+from marinenav.agents import Agent
 from marinenav.elementary_atan import ElementaryAtan
-from marinenav.sim.constants import MAX_OBJECTS, OBJECT_DIM, SELF_STATE_DIM
-
-EXPORT_NUM_TAU = 32  # K of the quantile fractions input: the C++ planner hard-wires it
-THRUST_RATE_SCALE = 1000.0  # the planner multiplies continuous actions by this (N/s)
-METADATA_FILE = "marinenav_export.json"
-STATE_INPUTS = ("self_state", "object_states", "object_masks")
-# the planner inputs an agent may ask for after the state tuple: batch-1 float64 examples
-EXTRA_INPUT_EXAMPLES = {
-    "taus": lambda generator: torch.rand(1, EXPORT_NUM_TAU, generator=generator,
-                                         dtype=torch.float64),
-}  # fmt: skip
-RECORD_KEYS = ("agent", "dtype", "inputs", "outputs", "spec", "num_tau")  # metadata of every file
-
-
-@functools.cache
-def _tables() -> dict[str, Any]:
-    """The registry's export capabilities by agent name (imports every agent module once)."""
-    classes = {name: agent_class(name) for name in AGENT_NAMES}
-    return {
-        "MODEL_TYPES": {name: cls.model_type for name, cls in classes.items()},
-        "OUTPUT_NAMES": {name: cls.export_outputs for name, cls in classes.items()},
-        "CONTINUOUS": tuple(n for n, cls in classes.items() if cls.action_kind == "continuous"),
-    }
-
-
-def model_types() -> dict[str, str]:
-    """Agent name -> the original's file-name spelling (``model_type``) of every registered
-    agent (also :data:`MODEL_TYPES`)."""
-    return _tables()["MODEL_TYPES"]
-
-
-def __getattr__(name: str) -> Any:
-    """``MODEL_TYPES`` (see :func:`model_types`), ``OUTPUT_NAMES`` (agent name -> exported
-    output names) and ``CONTINUOUS`` (the continuous agents), derived from the registry when
-    first asked for (so that importing this module imports no agent)."""
-    if name in ("MODEL_TYPES", "OUTPUT_NAMES", "CONTINUOUS"):
-        return _tables()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def planner_file_name(agent_type: str) -> str:
-    """``traced_<model_type>_model.pt``, the file name the original's planner loads."""
-    return f"traced_{agent_class(agent_type_name(agent_type)).model_type}_model.pt"
-
-
-def agent_type_name(agent_type: str) -> str:
-    """Normalise an agent name or the original's ``model_type`` spelling of it (any case, ``-``
-    for ``_``) to the registry name. Raises ``ValueError`` for an unknown name."""
-    name = agent_type.strip().lower().replace("-", "_")
-    if name in AGENT_NAMES:
-        return name
-    by_model_type = {spelling.lower(): n for n, spelling in model_types().items()}
-    if name in by_model_type:
-        return by_model_type[name]
-    raise ValueError(f"unknown agent type {agent_type!r}; choose one of {', '.join(AGENT_NAMES)}")
-
+from marinenav.planner_convention import (
+    EXPORT_NUM_TAU,
+    METADATA_FILE,
+    RECORD_KEYS,
+    example_inputs,
+    input_names,
+    planner_file_name,
+    planner_inputs,
+)
 
 # --- exported modules ---------------------------------------------------------------------------
 
@@ -129,39 +77,6 @@ class FlatInputs(nn.Module):
 
     def forward(self, self_state, object_states, object_masks, *extra):
         return self.module((self_state, object_states, object_masks), *extra)
-
-
-def example_inputs(agent_type: str, num_objects: int = 1) -> tuple[torch.Tensor, ...]:
-    """Batch-1 float64 example inputs, flat: ``self_state (1, 7)``, ``object_states (1, 5, 5)``
-    (``num_objects`` present, the rest zero padding), ``object_masks (1, 5)`` and the agent's
-    extra inputs (``taus (1, 32)`` in [0, 1)). :func:`planner_inputs` groups them as the planner
-    passes them."""
-    cls = agent_class(agent_type_name(agent_type))
-    generator = torch.Generator().manual_seed(0)
-    f64 = torch.float64
-    self_state = torch.randn(1, SELF_STATE_DIM, generator=generator, dtype=f64)
-    mask = (torch.arange(MAX_OBJECTS) < num_objects).to(f64).unsqueeze(0)
-    objects = torch.randn(1, MAX_OBJECTS, OBJECT_DIM, generator=generator, dtype=f64)
-    inputs = (self_state, objects * mask.unsqueeze(-1), mask)
-    for name in cls.export_extra_inputs:
-        if name not in EXTRA_INPUT_EXAMPLES:
-            raise ValueError(
-                f"{cls.__name__} asks for the planner input {name!r}; the planner convention has "
-                f"{', '.join(EXTRA_INPUT_EXAMPLES)}"
-            )
-        inputs += (EXTRA_INPUT_EXAMPLES[name](generator),)
-    return inputs
-
-
-def planner_inputs(flat: tuple[torch.Tensor, ...]) -> tuple[Any, ...]:
-    """Flat inputs ``(self_state, object_states, object_masks, *extra)`` as the planner's call
-    arguments: ``((self_state, object_states, object_masks), *extra)``."""
-    return ((flat[0], flat[1], flat[2]), *flat[3:])
-
-
-def input_names(agent_type: str) -> tuple[str, ...]:
-    """Names of the exported inputs (the agent's extra inputs last)."""
-    return STATE_INPUTS + agent_class(agent_type_name(agent_type)).export_extra_inputs
 
 
 def metadata(agent: Agent) -> dict[str, Any]:
@@ -241,45 +156,6 @@ def export_onnx(agent: Agent, path: str | Path, opset_version: int = 17) -> Path
             dynamo=False,
         )
     return path
-
-
-# --- the C++ planner's action rule --------------------------------------------------------------
-
-
-def rule_options(cls: type[Agent], options: dict[str, Any]) -> dict[str, Any]:
-    """The entries of ``options`` that ``cls.planner_action`` takes: those its class declares in
-    ``planner_options`` (the rest are for other agents' rules)."""
-    return {key: value for key, value in options.items() if key in cls.planner_options}
-
-
-def planner_action(
-    agent_type: str, outputs: Any, *, thrust_rate: bool = False, **options: Any
-) -> torch.Tensor:
-    """The action the C++ planner takes from an exported module's ``outputs``: the
-    agent's ``planner_action`` rule.
-
-    Args:
-        agent_type: a registered agent name (the original's spellings, e.g. ``"AC_IQN"``, are
-            accepted).
-        outputs: what the module returned (tensors or NumPy arrays, any leading batch ``[...]``).
-        thrust_rate: continuous agents only: multiply by 1000 (N/s), as the planner does before
-            its thrust update ``T <- clip(T + rate * 0.5, -500, 1000)``.
-        options: passed to the rule where its class declares them (``planner_options``),
-            ignored otherwise: ``v_min``, ``v_max`` (a categorical return distribution's
-            support, default the agent's config; see ``export_metadata(path)`` for the values a
-            model was trained with), ``noise`` (a sampling policy's standard-normal draws
-            ``[..., 2]``; without them the deterministic action, the ``PolicyWrapper``'s
-            evaluation action).
-
-    Returns:
-        int64 action indices ``[...]`` or continuous actions ``[..., 2]`` in (-1, 1) (times
-        1000 with ``thrust_rate``).
-    """
-    cls = agent_class(agent_type_name(agent_type))
-    action = cls.planner_action(outputs, **rule_options(cls, options))
-    if thrust_rate and cls.action_kind == "continuous":
-        return action * THRUST_RATE_SCALE
-    return action
 
 
 # --- command line -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """TorchScript planners as batched policies: the original's trained files and our exports alike.
 
 A *planner file* is a float64 TorchScript module in the calling convention of the original's C++
-planner (docs/migrating.md, "The node's call, from C++"; :mod:`marinenav.export`):
+planner (docs/migrating.md, "The node's call, from C++"; :mod:`marinenav.planner_convention`):
 ``forward((self_state [N, 7], objects [N, 5, 5], mask [N, 5]), *extra)`` with the agent's extra
 inputs (quantile fractions ``taus [N, 32]`` for an implicit quantile network). The original authors'
 trained planners (``traced_AC_IQN_model.pt``, ...) and the files :mod:`marinenav.export` writes load
@@ -38,7 +38,7 @@ from tensordict.nn import TensorDictModuleBase
 from tensordict.utils import NestedKey
 
 from marinenav.agents import agent_class
-from marinenav.export import (
+from marinenav.planner_convention import (
     EXPORT_NUM_TAU,
     METADATA_FILE,
     agent_type_name,
@@ -146,8 +146,8 @@ def _fits(shape: tuple[int, ...], expected: tuple[int | None, ...]) -> bool:
 
 
 def check_planner_io(module: torch.jit.ScriptModule, agent_type: str, misfit: str) -> None:
-    """Run one robot (:func:`marinenav.export.example_inputs`) through ``module`` with the
-    inputs of ``agent_type`` and compare its outputs' shapes with the agent class's
+    """Run one robot (:func:`marinenav.planner_convention.example_inputs`) through ``module``
+    with the inputs of ``agent_type`` and compare its outputs' shapes with the agent class's
     ``export_output_shapes`` (``[1, ...]``); raises :class:`PlannerLoadError` starting with
     ``misfit`` when the module does not take those inputs or gives other shapes. Load time only
     (a TorchScript call on the CPU)."""

@@ -28,14 +28,14 @@ import pytest
 import torch
 
 from marinenav.agents import AGENT_NAMES, agent_class, make_agent
-from marinenav.export import (
+from marinenav.export import export_torchscript
+from marinenav.planner import PlannerPolicy, load_planner
+from marinenav.planner_convention import (
     EXPORT_NUM_TAU,
-    export_torchscript,
     planner_action,
     planner_file_name,
     rule_options,
 )
-from marinenav.planner import PlannerPolicy, load_planner
 from marinenav.sim.constants import ROBOT_DEFAULTS
 from tests.agent_utils import planner_observation
 

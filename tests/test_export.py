@@ -23,13 +23,10 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import AGENT_NAMES, Agent, agent_class, make_agent
 from marinenav.elementary_atan import atan_elementary
-from marinenav.export import (
+from marinenav.export import export_metadata, export_onnx, export_torchscript, main
+from marinenav.planner_convention import (
     EXTRA_INPUT_EXAMPLES,
-    export_metadata,
-    export_onnx,
-    export_torchscript,
     input_names,
-    main,
     planner_action,
     planner_file_name,
     planner_inputs,

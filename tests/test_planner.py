@@ -20,8 +20,9 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import make_agent
 from marinenav.evaluate import evaluate_planner, main
-from marinenav.export import export_torchscript, planner_file_name
+from marinenav.export import export_torchscript
 from marinenav.planner import PlannerLoadError, load_planner, planner_policy
+from marinenav.planner_convention import planner_file_name
 from marinenav.training.evaluation import named_scenarios
 
 DATA = Path(__file__).parent / "data"
