@@ -62,6 +62,8 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     assert default == fast and default.recipe == "fast"
     assert default.training.target_tau is not None and default.training.final_lr_fraction < 1
     assert default.agent.n_step == 3  # conf/recipe_agent/fast_ac_iqn.yaml
+    assert (default.agent.lr, dqn.agent.lr) == (3e-4, 1e-4)
+    assert (default.training.total_timesteps, dqn.training.total_timesteps) == (480_000, 800_000)
     assert default.agent.normalize_observations and not dqn.agent.normalize_observations
     # the recipe picks its curriculum and the agent's part; the command line overrides both
     assert list(default.curriculum.timesteps) != list(stage0.curriculum.timesteps) == [0]
@@ -222,10 +224,12 @@ def intervals(value: int, first: int | None = None) -> dict[str, int]:
 
 def test_unset_intervals_are_a_tenth_of_the_budget_and_a_set_one_wins() -> None:
     """Issue 20: the fast recipe leaves the evaluation and checkpoint intervals null, so they
-    are a tenth of the budget rounded up to whole batched steps (80,000 for its own 800k, 5,008
-    for the README's five-minute 50,000 of 16 environments); a value on the command line wins;
-    recipe=paper keeps the original's 60,000 / 2,000 / 60,000 whatever the budget."""
-    assert run_intervals(compose_config()) == intervals(80_000)
+    are a tenth of the budget rounded up to whole batched steps (48,000 for AC-IQN's 480k,
+    80,000 for the shared 800k, 5,008 for the README's five-minute 50,000 of 16 environments);
+    a value on the command line wins; recipe=paper keeps the original's 60,000 / 2,000 / 60,000
+    whatever the budget."""
+    assert run_intervals(compose_config()) == intervals(48_000)
+    assert run_intervals(compose_config("agent=sac")) == intervals(80_000)
     short = ("curriculum=stage0", "training.total_timesteps=50000")
     assert run_intervals(compose_config(*short)) == intervals(5008)
     assert run_intervals(compose_config(*short, "env.num_envs=1")) == intervals(5000)
