@@ -5,6 +5,9 @@ read-backs: tests/test_agent_contract.py."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
 import torch
 
 from marinenav.agents.ac_iqn import ACIQNAgent, ACIQNConfig
@@ -75,6 +78,27 @@ def test_actor_loss_is_minus_the_mean_quantile_of_the_actor_action() -> None:
         expected = -agent.critic(*obs, agent.actor(*obs), tau).mean()
     torch.manual_seed(3)
     torch.testing.assert_close(agent.loss_module.actor_loss(batch), expected)
+
+
+def test_risk_averse_actor_averages_the_lower_quantiles_only() -> None:
+    agent = ACIQNAgent(ACIQNConfig(cvar_alpha=0.25))
+    batch = training_batch(16, "continuous")
+    obs = (batch["self_state"], batch["objects"], batch["objects_mask"])
+    torch.manual_seed(3)
+    tau = 0.25 * torch.rand(16, 8)  # U(0, 0.25): the worst quarter of outcomes
+    with torch.no_grad():
+        expected = -agent.critic(*obs, agent.actor(*obs), tau).mean()
+        risk_neutral = -agent.critic(*obs, agent.actor(*obs), tau / 0.25).mean()
+    torch.manual_seed(3)
+    loss = agent.loss_module.actor_loss(batch)
+    torch.testing.assert_close(loss, expected)
+    assert not torch.allclose(loss, risk_neutral)
+
+
+def test_cvar_alpha_outside_zero_one_is_refused() -> None:
+    for alpha, rule in ((0.0, "must be positive"), (1.5, "must be in [0, 1]")):
+        with pytest.raises(ValueError, match=rf"agent.cvar_alpha {re.escape(rule)}"):
+            ACIQNConfig(cvar_alpha=alpha)
 
 
 def test_critic_step_moves_only_the_critic() -> None:

@@ -14,7 +14,9 @@ Update (one call of :meth:`ACIQNAgent.update`, in this order):
    loss (``kappa = 1``; sum over ``i``, mean over ``j``, mean over the batch, weighted by
    ``_weight`` when present); clip the critic gradient norm to 0.5, Adam step on the critic.
 2. Actor, with the updated critic: ``loss = -mean_{b, i} Z(s_b, mu(s_b); tau_i)`` with 8 fresh
-   ``tau`` (risk neutral), evaluated with *detached* critic parameters so that no gradient reaches
+   ``tau ~ U(0, cvar_alpha)``: risk neutral (the mean of ``Z``) at ``cvar_alpha = 1``, the
+   original's; below 1 the actor maximises ``CVaR_alpha``, the mean of the worst ``alpha`` of
+   outcomes (risk averse, as in the IQN paper's distortion risk measures). Evaluated with *detached* critic parameters so that no gradient reaches
    the critic; clip the actor gradient norm to 0.5, Adam step on the actor.
 
 Hyperparameters (the original's): gamma 0.99; two Adams (actor, critic), learning rate
@@ -63,11 +65,15 @@ class ACIQNConfig(NStepConfig):
     num_tau_target: int = 8  # quantile fractions of the target Z_target(s', mu'(s'); tau'_j)
     num_tau_actor: int = 8  # quantile fractions averaged in the actor loss
     kappa: float = 1.0  # Huber threshold of the quantile-Huber loss
+    cvar_alpha: float = 1.0  # the actor maximises CVaR_alpha of Z; 1: the mean (risk neutral)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_options(
-            self, counts=("num_tau_train", "num_tau_target", "num_tau_actor"), positive=("kappa",)
+            self,
+            counts=("num_tau_train", "num_tau_target", "num_tau_actor"),
+            positive=("kappa", "cvar_alpha"),
+            unit_interval=("cvar_alpha",),
         )
 
 
@@ -101,6 +107,7 @@ class ACIQNLoss(LossModule):
         num_tau_target: int = 8,
         num_tau_actor: int = 8,
         kappa: float = 1.0,
+        cvar_alpha: float = 1.0,
     ) -> None:
         super().__init__()
         self.convert_to_functional(actor, "actor", create_target_params=True)
@@ -110,6 +117,7 @@ class ACIQNLoss(LossModule):
         self.num_tau_target = num_tau_target
         self.num_tau_actor = num_tau_actor
         self.kappa = kappa
+        self.cvar_alpha = cvar_alpha
 
     @staticmethod
     def _taus(batch: TensorDictBase, n: int) -> torch.Tensor:
@@ -146,9 +154,12 @@ class ACIQNLoss(LossModule):
         return batch_mean(quantile_huber_loss(pred, target, tau, self.kappa), batch)
 
     def actor_loss(self, batch: TensorDictBase) -> torch.Tensor:
-        """``-mean_{b, i} Z(s_b, mu(s_b); tau_i)`` (0-dim) for ``tau [B, num_tau_actor]``, with
-        detached critic parameters: gradients reach the online actor only."""
+        """``-mean_{b, i} Z(s_b, mu(s_b); tau_i)`` (0-dim) for ``tau [B, num_tau_actor]`` drawn
+        from ``U(0, cvar_alpha)`` (a Monte Carlo estimate of ``-CVaR_alpha``), with detached
+        critic parameters: gradients reach the online actor only."""
         tau = self._taus(batch, self.num_tau_actor)
+        if self.cvar_alpha != 1.0:
+            tau = tau * self.cvar_alpha
         obs = (batch["self_state"], batch["objects"], batch["objects_mask"])
         with self.actor_params.to_module(self.actor, preserve_module_state=False):
             action = self.actor(*obs)
@@ -183,6 +194,7 @@ class ACIQNAgent(Agent):
         self.loss_module = ACIQNLoss(
             self.actor, self.critic, gamma=cfg.gamma, num_tau_train=cfg.num_tau_train,
             num_tau_target=cfg.num_tau_target, num_tau_actor=cfg.num_tau_actor, kappa=cfg.kappa,
+            cvar_alpha=cfg.cvar_alpha,
         )  # fmt: skip
         # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
         self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
