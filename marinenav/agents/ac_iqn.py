@@ -16,8 +16,9 @@ Update (one call of :meth:`ACIQNAgent.update`, in this order):
 2. Actor, with the updated critic: ``loss = -mean_{b, i} Z(s_b, mu(s_b); tau_i)`` with 8 fresh
    ``tau ~ U(0, cvar_alpha)``: risk neutral (the mean of ``Z``) at ``cvar_alpha = 1``, the
    original's; below 1 the actor maximises ``CVaR_alpha``, the mean of the worst ``alpha`` of
-   outcomes (risk averse, as in the IQN paper's distortion risk measures). Evaluated with *detached* critic parameters so that no gradient reaches
-   the critic; clip the actor gradient norm to 0.5, Adam step on the actor.
+   outcomes (risk averse, as in the IQN paper's distortion risk measures). Evaluated with
+   *detached* critic parameters so that no gradient reaches the critic; clip the actor gradient
+   norm to 0.5, Adam step on the actor.
 
 Hyperparameters (the original's): gamma 0.99; two Adams (actor, critic), learning rate
 1e-4; gradient norm clip 0.5 per network; 8 / 8 / 8 quantile fractions (``num_tau_train``,
