@@ -33,7 +33,7 @@ from omegaconf import OmegaConf
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents.ppo import IPPOAgent, MAPPOAgent, PPOConfig
-from marinenav.envs import MarineNavEnv
+from marinenav.envs import MarineNavEnv, transition
 from marinenav.sim import InfoState
 from marinenav.sim.curriculum import CurriculumSchedule
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
@@ -112,7 +112,7 @@ def main() -> None:
     learner = RolloutLearner(agent, run_cfg, device)
     scenarios = evaluation_scenarios(STAGE0, EVAL_EPISODES, EVAL_SEED, *EVAL_SLOTS)
     evaluator = Evaluator(
-        scenarios, "continuous", config.gamma, 1001, *EVAL_SLOTS, device, torch.float32,
+        scenarios, "continuous", config.gamma, 1001, EVAL_SLOTS, device, torch.float32,
         seed=EVAL_SEED,
     )  # fmt: skip
     counter = EpisodeCounter(args.envs, robot_slots, device)
@@ -136,7 +136,7 @@ def main() -> None:
         with set_exploration_type(ExplorationType.RANDOM), torch.no_grad():
             step_input = agent.policy(td)
             step_output, td = env.step_and_reset(step_input)
-        learner.observe(step_input, step_output)
+        learner.observe(transition(step_input, step_output))
         counter.track(step_output)
         timesteps += args.envs
         losses, count = learner.learn(timesteps)

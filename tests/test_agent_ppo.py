@@ -29,7 +29,7 @@ from marinenav.agents.ppo import (
     PPOConfig,
     pool_others,
 )
-from marinenav.envs import MarineNavEnv
+from marinenav.envs import MarineNavEnv, transition
 from marinenav.policy.networks import squash
 from marinenav.training.rollout import RolloutLearner
 from tests.agent_utils import robot_observations
@@ -93,7 +93,7 @@ def _steps(agent, env, learner, td, count: int) -> tuple[TensorDict, list]:
         with set_exploration_type(ExplorationType.RANDOM), torch.no_grad():
             step_input = agent.policy(td)
             step_output, td = env.step_and_reset(step_input)
-        learner.observe(step_input, step_output)
+        learner.observe(transition(step_input, step_output))
         learned.append(learner.learn(0))
     return td, learned
 

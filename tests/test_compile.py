@@ -187,12 +187,12 @@ def test_cudagraph_updates_are_refused_off_cuda_and_with_an_own_generator() -> N
     assert refused == ["rainbow", "td3"]
     agent = make_agent("dqn")
     update = agent.update
-    with pytest.raises(ValueError, match="cudagraphs=true needs the agent on a CUDA device"):
+    with pytest.raises(ValueError, match="cudagraphs=true needs a CUDA device, but device=cpu"):
         agent.compile_update(compile=False, cudagraphs=True)
     assert agent.update == update
     assert not any(g["capturable"] for g in agent.optimizers["q"].param_groups)
     if torch.cuda.is_available():
-        refusal = "cudagraphs=true: rainbow's update cannot be one CUDA graph"
+        refusal = "cudagraphs=true: agent rainbow's update cannot be one CUDA graph"
         with pytest.raises(ValueError, match=refusal):
             make_agent("rainbow").to("cuda").compile_update(compile=False, cudagraphs=True)
 

@@ -70,7 +70,7 @@ def test_recorded_episode_matches_the_evaluation(run_dir: Path, recording) -> No
     slots = (R, len(scenario["env"]["obstacles"]["positions"]),
              len(scenario["env"]["cores"]["positions"]))  # fmt: skip
     gamma = config["agent"]["gamma"]
-    evaluator = Evaluator([scenario], agent.action_kind, gamma, MAX_STEPS, *slots, "cpu",
+    evaluator = Evaluator([scenario], agent.action_kind, gamma, MAX_STEPS, slots, "cpu",
                           torch.float32, seed=253)  # fmt: skip
     evaluation = evaluator.run(agent.policy)["episodes"]
     discounted = (recording.rewards * gamma ** np.arange(T)[:, None]).sum(0).mean()

@@ -135,6 +135,26 @@ def check_options(
             refuse(key, "must be at least 1")
 
 
+def cudagraph_refusal(agent: type[Agent], device: torch.device | str | None) -> str | None:
+    """Why ``cudagraphs=true`` cannot run ``agent``'s update on ``device`` (``None``: it can).
+    The one statement of the preconditions, used by the run's start-up validation (before
+    anything is built) and by :meth:`Agent.compile_update` (for direct users): a CUDA device,
+    and an update that one graph can capture (``cudagraph_update``)."""
+    if device is None or torch.device(device).type != "cuda":
+        where = "no CUDA device is available" if device is None else f"device={device}"
+        return (
+            f"cudagraphs=true needs a CUDA device, but {where}; run with cudagraphs=false "
+            "(compile=true is the CPU accelerator)"
+        )
+    if not agent.cudagraph_update:
+        return (
+            f"cudagraphs=true: agent {agent.name}'s update cannot be one CUDA graph (it draws "
+            "from a random generator of its own, or branches on Python state); use "
+            "compile=true alone"
+        )
+    return None
+
+
 def check_n_step(n_step: int) -> None:
     """An n-step return needs at least one step."""
     if n_step < 1:
@@ -311,14 +331,9 @@ class Agent(nn.Module):
         """
         if cudagraphs:
             device = next(self.parameters()).device
-            if device.type != "cuda":
-                raise ValueError(f"cudagraphs=true needs the agent on a CUDA device, not {device}")
-            if not self.cudagraph_update:
-                raise ValueError(
-                    f"cudagraphs=true: {self.name}'s update cannot be one CUDA graph (it draws "
-                    "from a random generator of its own, or branches on Python state); use "
-                    "compile=true alone"
-                )
+            refusal = cudagraph_refusal(type(self), device)
+            if refusal is not None:
+                raise ValueError(refusal)
             # Adam refuses a capture unless capturable; fused Adam keeps its step counts on the
             # device anyway, so the flag changes no arithmetic. The learning rate becomes a
             # device tensor, so that a decay (set_lr_fraction) reaches the captured step.

@@ -6,7 +6,7 @@ from marinenav.envs.gym_adapter import (
     flatten_observation,
     register,
 )
-from marinenav.envs.marinenav_env import GROUP, MarineNavEnv, step_and_reset
+from marinenav.envs.marinenav_env import GROUP, MarineNavEnv, step_and_reset, transition
 
 register()  # gymnasium.make("marinenav/MarineNav-v0") / gymnasium.make_vec(...)
 
@@ -18,4 +18,5 @@ __all__ = [
     "flatten_observation",
     "register",
     "step_and_reset",
+    "transition",
 ]

@@ -369,3 +369,13 @@ def step_and_reset(
         restart.set("_reset", done)
         restart.set((GROUP, "_reset"), done.unsqueeze(-1).expand(*base.sim.active.shape, 1))
     return out, env._reset(restart)
+
+
+def transition(step_input: TensorDictBase, step_output: TensorDictBase) -> TensorDictBase:
+    """One batched step as a transition ``[E]`` in TorchRL's layout (what ``EnvBase.step``
+    returns): ``step_input`` (the observations the policy acted on and what it wrote,
+    ``("agents", "action")`` among them) with ``step_output`` (the step's result before any
+    restart, from :func:`step_and_reset`) under ``"next"``. ``step_input`` is extended in place
+    and returned; nothing is copied. The trainer hands this to its learners."""
+    return step_input.set("next", step_output)
+

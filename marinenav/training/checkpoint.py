@@ -23,7 +23,8 @@ from typing import Any
 
 import torch
 
-from marinenav.agents import Agent, make_agent
+from marinenav.agents import Agent
+from marinenav.training.factory import build_agent
 
 CHECKPOINT_NAME = "checkpoint.pt"
 BEST_DIR = "best"  # the agent of the best evaluation so far, beside the last checkpoint
@@ -128,8 +129,7 @@ def load_agent(path: str | Path, device: torch.device | str = "cpu") -> tuple[Ag
     config as a plain dict."""
     state = load_checkpoint(path, device)
     config = state["config"]
-    values = dict(config["agent"])
-    agent = make_agent(values.pop("name"), **values).to(device)
+    agent = build_agent(config["agent"], device)
     agent.load_state_dict(state["agent"]["modules"])
     agent.eval()
     return agent, config

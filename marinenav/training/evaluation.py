@@ -40,6 +40,7 @@ from marinenav.keys import OBSERVATION_KEYS, dtype_named
 from marinenav.scenarios import RandomLayout, ScenarioLayout
 from marinenav.sim import InfoState
 from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
+from marinenav.sim.scenario import Slots
 from marinenav.stats import wilson_interval
 
 EARLY_EXIT_EVERY = 50  # evaluation steps between host checks on CUDA (early exit, compaction)
@@ -90,18 +91,18 @@ def named_scenarios(
 
 def evaluation_setup(config: Mapping[str, Any], scenarios: Sequence[Mapping]) -> dict[str, Any]:
     """A run's evaluation layout for ``scenarios``, as keyword arguments of :class:`Evaluator`
-    and ``marinenav.viz.record_episode``: the run's slots (more where a scenario needs them),
-    precision and noise seed. The perception noise depends on all of them, so these reproduce
-    the run's own evaluations."""
+    and ``marinenav.viz.record_episode``: the run's ``slots`` (more where a scenario needs
+    them), precision and noise seed. The perception noise depends on all of them, so these
+    reproduce the run's own evaluations."""
     env = config["env"]
+    needed = [
+        Slots(int(s["env"]["num_robots"]), len(s["env"]["obstacles"]["positions"]),
+              len(s["env"]["cores"]["positions"]))
+        for s in scenarios
+    ]  # fmt: skip
+    run = (env["robot_slots"], env["obstacle_slots"], env["core_slots"])
     return {
-        "robot_slots": max(env["robot_slots"], *(int(s["env"]["num_robots"]) for s in scenarios)),
-        "obstacle_slots": max(
-            env["obstacle_slots"], *(len(s["env"]["obstacles"]["positions"]) for s in scenarios)
-        ),
-        "core_slots": max(
-            env["core_slots"], *(len(s["env"]["cores"]["positions"]) for s in scenarios)
-        ),
+        "slots": Slots(*(max((have, *need)) for have, *need in zip(run, *needed, strict=True))),
         "dtype": dtype_named(env["dtype"]),
         "seed": config["evaluation"]["seed"],
     }
@@ -115,7 +116,8 @@ class Evaluator:
         action_kind: of the policy.
         gamma: discount of the reported return.
         max_steps: step cap of an episode (the original: 1001).
-        robot_slots, obstacle_slots, core_slots, device, dtype: of the batched environment.
+        slots: padded slot counts (robots, obstacles, cores) of the batched environment.
+        device, dtype: of the batched environment.
         seed: the perception-noise stream restarts from it at every evaluation, so an
             evaluation is a function of the policy alone (the original re-seeds its evaluation
             environment for every episode).
@@ -129,18 +131,17 @@ class Evaluator:
         action_kind: str,
         gamma: float,
         max_steps: int,
-        robot_slots: int,
-        obstacle_slots: int,
-        core_slots: int,
+        slots: Slots | tuple[int, int, int],
         device: torch.device | str,
         dtype: torch.dtype,
         seed: int = 253,
         episodes_per_stage: int | None = None,
     ) -> None:
         self.seed = seed
+        slots = Slots(*slots)
         self.env = MarineNavEnv.from_scenarios(
-            scenarios, action_kind=action_kind, end_on_collision=True, robot_slots=robot_slots,
-            obstacle_slots=obstacle_slots, core_slots=core_slots, device=device, dtype=dtype,
+            scenarios, action_kind=action_kind, end_on_collision=True, robot_slots=slots.robots,
+            obstacle_slots=slots.obstacles, core_slots=slots.cores, device=device, dtype=dtype,
             validate=False, max_episode_steps=max_steps - 1,
         )  # fmt: skip
         self.gamma = gamma

@@ -26,7 +26,7 @@ from omegaconf import DictConfig
 from tensordict import TensorDict, TensorDictBase
 
 from marinenav.agents import Agent
-from marinenav.keys import OBSERVATION_KEYS
+from marinenav.keys import GROUP, OBSERVATION_KEYS
 from marinenav.training.nstep import NStepTransitions
 from marinenav.training.prioritized import DevicePrioritizedSampler
 from marinenav.training.replay import RobotReplay
@@ -41,10 +41,11 @@ LEARNERS = {
 class Learner(Protocol):
     """The interface the trainer drives (one learner per run).
 
-    ``observe`` is called with every batched environment step: ``step_input`` is the
-    ``MarineNavEnv`` TensorDict ``[E]`` the policy acted on (observation, ``("agents",
-    "action")``, ``("agents", "active")``), ``step_output`` the step's result ``[E]`` (next
-    observation, reward, terminated, done, info). ``learn`` is called right after, with the
+    ``observe`` is called with every batched environment step as one transition ``[E]`` in
+    TorchRL's layout (:func:`marinenav.envs.transition`): ``("agents", ...)`` the
+    input the policy acted on (observation, ``action``, ``active`` and what the policy wrote) and
+    ``("next", "agents", ...)`` the step's result (next observation, reward, terminated, done),
+    before any restart. ``learn`` is called right after, with the
     run's timestep count (``E`` more than at the previous call): it takes the gradient updates
     due now and returns the sum of their losses (a TensorDict of 0-dim device tensors, never
     read back here; ``None`` when no update was taken) and how many updates it took.
@@ -52,7 +53,7 @@ class Learner(Protocol):
 
     def __init__(self, agent: Agent, cfg: DictConfig, device: torch.device) -> None: ...
 
-    def observe(self, step_input: TensorDictBase, step_output: TensorDictBase) -> None: ...
+    def observe(self, transition: TensorDictBase) -> None: ...
 
     def learn(self, timesteps: int) -> tuple[TensorDict | None, int]: ...
 
@@ -72,10 +73,10 @@ def make_learner(agent: Agent, cfg: DictConfig, device: torch.device) -> Learner
     return getattr(importlib.import_module(module), cls)(agent, cfg, device)
 
 
-def robot_transitions(step_input: TensorDictBase, step_output: TensorDictBase) -> TensorDict:
+def robot_transitions(transition: TensorDictBase) -> TensorDict:
     """Flat ``[E * R]`` one-step robot transitions (views, no copy) in the agents' batch
-    layout (``marinenav.agents.base``), from a batched step's input and output ``[E]``."""
-    agents, nxt = step_input.get("agents"), step_output.get("agents")
+    layout (``marinenav.agents.base``), from a batched step's transition ``[E]``."""
+    agents, nxt = transition.get(GROUP), transition.get(("next", GROUP))
     n = agents.batch_size.numel()
     flat = {key: agents.get(key).reshape(n, *agents.get(key).shape[2:]) for key in OBSERVATION_KEYS}
     action = agents.get("action")
@@ -131,20 +132,14 @@ class ReplayLearner:
         self.timesteps = 0  # the run's timestep count at the last learn() (host counter)
         self.pending_updates = 0.0  # fraction of an update carried to the next step
 
-    def observe(self, step_input: TensorDictBase, step_output: TensorDictBase) -> None:
+    def observe(self, transition: TensorDictBase) -> None:
         """Store the step's transitions of the robots that acted (n-step: those it
         completes)."""
         if self.nstep is None:
-            valid = step_input.get(("agents", "active")).reshape(-1)
-            self.replay.extend(robot_transitions(step_input, step_output), valid)
+            valid = transition.get((GROUP, "active")).reshape(-1)
+            self.replay.extend(robot_transitions(transition), valid)
             return
-        step = TensorDict(
-            {"agents": step_input.get("agents"),
-             "next": TensorDict({"agents": step_output.get("agents")},
-                                batch_size=step_output.batch_size)},
-            batch_size=step_input.batch_size,
-        )  # fmt: skip
-        transitions = self.nstep.push(step)
+        transitions = self.nstep.push(transition)
         self.replay.extend(transitions.exclude("valid"), transitions.get("valid"))
 
     def learn(self, timesteps: int) -> tuple[TensorDict | None, int]:

@@ -122,22 +122,22 @@ class RolloutLearner:
         self.step = 0  # batched steps stored in the current rollout (host counter)
         self.generator = torch.Generator(device=self.device).manual_seed(int(cfg.seed))
 
-    def observe(self, step_input: TensorDictBase, step_output: TensorDictBase) -> None:
+    def observe(self, transition: TensorDictBase) -> None:
         """Store one batched step in column ``step`` of the rollout (in place, no host read).
 
         Args:
-            step_input: the policy's output ``[E]``: observations, ``active``,
-                ``latent_action`` and ``action_log_prob`` in its ``("agents", ...)`` group
-                ``[E, R]``.
-            step_output: the environment's step output ``[E]`` (before any restart): next
-                observations, ``active``, ``reward``, ``done`` and ``terminated``.
+            transition: the step ``[E]`` (:func:`marinenav.envs.transition`): the policy's
+                output in ``("agents", ...)`` ``[E, R]`` (observations, ``active``,
+                ``latent_action``, ``action_log_prob``) and the environment's step output
+                (before any restart) in ``("next", "agents", ...)``: next observations,
+                ``active``, ``reward``, ``done`` and ``terminated``.
         """
         if self.step >= self.rollout_steps:
             raise RuntimeError(
                 f"the rollout already holds {self.rollout_steps} steps: call learn() after "
                 "every observe()"
             )
-        agents, next_agents = step_input.get(GROUP), step_output.get(GROUP)
+        agents, next_agents = transition.get(GROUP), transition.get(("next", GROUP))
         expected = torch.Size([self.num_envs, self.robot_slots])
         if agents.batch_size != expected or next_agents.batch_size != expected:
             raise ValueError(

@@ -47,8 +47,7 @@ from omegaconf import DictConfig, OmegaConf
 from tensordict import TensorDict, TensorDictBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from marinenav.agents import Agent, make_agent
-from marinenav.envs import MarineNavEnv
+from marinenav.envs import transition
 from marinenav.keys import dtype_named
 from marinenav.sim import InfoState
 from marinenav.sim.rules import REWARD_TERMS
@@ -56,12 +55,13 @@ from marinenav.training.checkpoint import (
     BEST_DIR,
     CHECKPOINT_NAME,
     EVALUATED_DIR,
+    checkpoint_path,
     load_checkpoint,
     peek_checkpoint,
     write_checkpoint,
 )
-from marinenav.training.config import evaluation_layout, layout_of, with_intervals
-from marinenav.training.evaluation import Evaluator
+from marinenav.training.config import layout_of, with_intervals
+from marinenav.training.factory import build_agent, build_env, build_evaluator
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar, truncate_csv_logs
 from marinenav.training.rundir import (
@@ -219,28 +219,13 @@ class Trainer:
             torch.set_num_threads(cfg.threads)
         layout = layout_of(cfg)
         torch.manual_seed(cfg.seed)
-        self.agent = self._make_agent()
+        self.agent = build_agent(cfg.agent, self.device, run_seed=cfg.seed)
         if cfg.training.get("target_tau", None) is not None:
             self.agent.use_soft_targets(cfg.training.target_tau)
-        self.env = MarineNavEnv(
-            cfg.env.num_envs, self.agent.action_kind, layout=layout,
-            robot_slots=cfg.env.robot_slots, obstacle_slots=cfg.env.obstacle_slots,
-            core_slots=cfg.env.core_slots, device=self.device, dtype=self.dtype,
-            seed=cfg.seed, max_episode_steps=cfg.env.max_episode_steps, validate=False,
-            compile_step=cfg.compile, cudagraph_step=cfg.cudagraphs,
-        )  # fmt: skip
+        self.env = build_env(cfg, self.agent.action_kind, layout, self.device)
         self.learner = make_learner(self.agent, cfg, self.device)
-        eval_per_stage, eval_seed = evaluation_layout(cfg)
-        scenarios = layout.evaluation_scenarios(
-            eval_per_stage, eval_seed,
-            (cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots),
-        )  # fmt: skip
+        self.evaluator, scenarios = build_evaluator(cfg, self.agent, layout, self.device)
         (self.run_dir / "eval_configs.json").write_text(json.dumps(scenarios))
-        self.evaluator = Evaluator(
-            scenarios, self.agent.action_kind, self.agent.config.gamma, cfg.evaluation.max_steps,
-            cfg.env.robot_slots, cfg.env.obstacle_slots, cfg.env.core_slots, self.device,
-            self.dtype, seed=eval_seed, episodes_per_stage=len(scenarios) // layout.num_stages,
-        )  # fmt: skip
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
         self.updates = 0
@@ -282,13 +267,6 @@ class Trainer:
     @property
     def dtype(self) -> torch.dtype:
         return dtype_named(self.cfg.env.dtype)
-
-    def _make_agent(self) -> Agent:
-        values = OmegaConf.to_container(self.cfg.agent, resolve=True)
-        values["seed"] = self.cfg.seed + 100  # agent seed = run seed + 100, as in the original
-        agent = make_agent(values.pop("name"), **values).to(self.device)
-        agent.policy.set_seed(self.cfg.seed)
-        return agent
 
     def _zero_metrics(self) -> TensorDict:
         """The device accumulators read back at each log (float64, since the last log):
@@ -415,7 +393,7 @@ class Trainer:
         with set_exploration_type(ExplorationType.RANDOM), torch.no_grad():
             step_input = self.agent.policy(self.td)
             step_output, self.td = self.env.step_and_reset(step_input)
-        self.learner.observe(step_input, step_output)
+        self.learner.observe(transition(step_input, step_output))
         self._track_episodes(step_input, step_output)
 
     def decay_learning_rate(self) -> None:
@@ -564,10 +542,10 @@ class Trainer:
             check_fresh_start(self.run_dir, bool(self.cfg.get("overwrite", False)))
             return None, {}
         path = self.run_dir if resume is True or str(resume).lower() == "true" else Path(resume)
-        if path.is_dir():
-            path = path / CHECKPOINT_NAME
-        if not path.is_file():
-            raise FileNotFoundError(f"resume: no checkpoint at {path}")
+        try:
+            path = checkpoint_path(path)
+        except FileNotFoundError as error:
+            raise FileNotFoundError(f"resume: {error}") from None
         saved = peek_checkpoint(path)
         if saved["snapshot"]:
             raise ValueError(

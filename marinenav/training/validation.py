@@ -14,6 +14,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from marinenav.agents import AGENT_NAMES, agent_class
+from marinenav.agents.base import cudagraph_refusal
 from marinenav.scenarios import RandomLayout, check_slots
 from marinenav.training.config import evaluation_layout, layout_of, schedule_of
 from marinenav.training.loggers import LOGGER_BACKENDS
@@ -99,22 +100,16 @@ def check_known_keys(cfg: DictConfig, prefix: str = "") -> None:
 
 
 def check_cudagraphs(cfg) -> None:
-    """``cudagraphs=true`` needs a CUDA device and an agent whose update a graph can capture."""
+    """``cudagraphs=true`` needs a CUDA device and an agent whose update a graph can capture
+    (:func:`marinenav.agents.base.cudagraph_refusal`)."""
     device = cfg.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    if not torch.cuda.is_available() or not str(device).startswith("cuda"):
-        found = f"device={device}" if torch.cuda.is_available() else "no CUDA device is available"
-        raise ConfigError(
-            f"cudagraphs=true needs a CUDA device, but {found}; run with cudagraphs=false "
-            "(compile=true is the CPU accelerator)"
-        )
-    if not agent_class(cfg.agent.name).cudagraph_update:
-        raise ConfigError(
-            f"cudagraphs=true: agent {cfg.agent.name}'s update cannot be one CUDA graph (it "
-            "draws from a random generator of its own, or branches on Python state); use "
-            "compile=true alone"
-        )
+    if not torch.cuda.is_available():
+        device = None
+    refusal = cudagraph_refusal(agent_class(cfg.agent.name), device)
+    if refusal is not None:
+        raise ConfigError(refusal)
 
 
 def check_budget(cfg) -> None:

@@ -25,6 +25,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import MarineNavEnv
 from marinenav.sim import InfoState, Scenario
+from marinenav.sim.scenario import Slots
 from marinenav.viz.frames import (
     CurrentField,
     FrameState,
@@ -126,9 +127,7 @@ def record_episode(
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
     seed: int = 253,
-    robot_slots: int | None = None,
-    obstacle_slots: int | None = None,
-    core_slots: int | None = None,
+    slots: Slots | tuple[int, int, int] | None = None,
 ) -> EpisodeRecording:
     """Run one scenario with the agent's deterministic policy (or a policy of its own, e.g. a
     classical baseline of :mod:`marinenav.baselines`) until its episode ends.
@@ -144,11 +143,12 @@ def record_episode(
         max_steps: step cap of the episode (the original evaluation: 1001 steps of 0.5 s).
         device, dtype: of the one-environment simulation (the run's ``env.dtype``).
         seed: start of the perception-noise stream (the run's ``evaluation.seed``).
-        robot_slots, obstacle_slots, core_slots: padding of the environment; default the
+        slots: padded slot counts (robots, obstacles, cores) of the environment; default the
             scenario's counts.
     """
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    robot_slots, obstacle_slots, core_slots = (None, None, None) if slots is None else slots
     env = MarineNavEnv.from_scenarios(
         [scenario], action_kind=agent.action_kind, end_on_collision=True,
         robot_slots=robot_slots, obstacle_slots=obstacle_slots, core_slots=core_slots,

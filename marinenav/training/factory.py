@@ -1,0 +1,99 @@
+"""Building a run's parts from its config: the one place the trainer, ``evaluate``, ``export``
+and ``viz`` construct agents, environments and evaluators.
+
+Read top to bottom, a run is::
+
+    layout = layout_of(cfg)                          # where episodes start (config.py)
+    agent = build_agent(cfg.agent, device, run_seed=cfg.seed)
+    env = build_env(cfg, agent.action_kind, layout, device)
+    evaluator, scenarios = build_evaluator(cfg, agent, layout, device)
+
+and a trained agent comes back with :func:`marinenav.training.checkpoint.load_agent`, which
+uses :func:`build_agent` on the checkpoint's config. The conventions a run's parts share live
+here once: the agent seed is the run seed + 100 and its acting stream the run seed (the
+original seeds its networks apart from its environments); the slot counts are one
+:class:`~marinenav.sim.scenario.Slots`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from marinenav.agents import Agent, make_agent
+from marinenav.envs import MarineNavEnv
+from marinenav.keys import dtype_named
+from marinenav.scenarios import ScenarioLayout
+from marinenav.sim.scenario import Slots
+from marinenav.training.config import evaluation_layout
+from marinenav.training.evaluation import Evaluator
+
+AGENT_SEED_OFFSET = 100  # agent (network) seed = run seed + 100, as in the original
+
+
+def slots_of(env: Mapping[str, Any]) -> Slots:
+    """The padded slot counts of a run's ``env`` config node (or plain dict)."""
+    return Slots(int(env["robot_slots"]), int(env["obstacle_slots"]), int(env["core_slots"]))
+
+
+def build_agent(
+    agent_config: Mapping[str, Any] | DictConfig,
+    device: torch.device | str = "cpu",
+    run_seed: int | None = None,
+) -> Agent:
+    """The agent an ``agent`` config node (or a checkpoint's plain dict of it) describes, on
+    ``device``.
+
+    Args:
+        agent_config: ``name`` and the agent's options (its ``config_class`` fields).
+        device: where its networks live.
+        run_seed: for a new run, the run's seed: the networks are seeded with
+            ``run_seed + 100`` and the acting stream with ``run_seed``. ``None`` keeps the
+            config's own ``seed`` (a checkpoint's config holds the one the run used).
+    """
+    if isinstance(agent_config, DictConfig):
+        values = OmegaConf.to_container(agent_config, resolve=True)
+    else:
+        values = dict(agent_config)
+    if run_seed is not None:
+        values["seed"] = run_seed + AGENT_SEED_OFFSET
+    agent = make_agent(values.pop("name"), **values).to(device)
+    if run_seed is not None:
+        agent.policy.set_seed(run_seed)
+    return agent
+
+
+def build_env(
+    cfg: DictConfig, action_kind: str, layout: ScenarioLayout, device: torch.device
+) -> MarineNavEnv:
+    """The run's batched training environment: ``env.num_envs`` environments of ``layout``'s
+    scenarios, the run's slots, precision, seed and step limit, no validation (the trainer's
+    hot loop) and the run's accelerators (``compile``, ``cudagraphs``)."""
+    e = cfg.env
+    slots = slots_of(e)
+    return MarineNavEnv(
+        e.num_envs, action_kind, layout=layout, robot_slots=slots.robots,
+        obstacle_slots=slots.obstacles, core_slots=slots.cores, device=device,
+        dtype=dtype_named(e.dtype), seed=cfg.seed, max_episode_steps=e.max_episode_steps,
+        validate=False, compile_step=cfg.compile, cudagraph_step=cfg.cudagraphs,
+    )  # fmt: skip
+
+
+def build_evaluator(
+    cfg: DictConfig, agent: Agent, layout: ScenarioLayout, device: torch.device
+) -> tuple[Evaluator, list[dict]]:
+    """The run's fixed evaluation set (``evaluation.set``, or the curriculum's episodes per
+    stage and ``evaluation.seed``: :func:`~marinenav.training.config.evaluation_layout`) drawn
+    from ``layout``, and the :class:`Evaluator` that runs a policy on all of it at once."""
+    per_stage, seed = evaluation_layout(cfg)
+    slots = slots_of(cfg.env)
+    scenarios = layout.evaluation_scenarios(per_stage, seed, slots)
+    evaluator = Evaluator(
+        scenarios, agent.action_kind, agent.config.gamma, cfg.evaluation.max_steps, slots,
+        device, dtype_named(cfg.env.dtype), seed=seed,
+        episodes_per_stage=len(scenarios) // layout.num_stages,
+    )  # fmt: skip
+    return evaluator, scenarios
