@@ -110,7 +110,7 @@ def main() -> None:
          "seed": args.seed}
     )  # fmt: skip
     learner = RolloutLearner(agent, run_cfg, device)
-    scenarios = evaluation_scenarios(STAGE0, EVAL_EPISODES, EVAL_SEED, *EVAL_SLOTS)
+    scenarios = evaluation_scenarios(STAGE0, EVAL_EPISODES, EVAL_SEED, EVAL_SLOTS)
     evaluator = Evaluator(
         scenarios, "continuous", config.gamma, 1001, EVAL_SLOTS, device, torch.float32,
         seed=EVAL_SEED,

@@ -128,12 +128,12 @@ def test_integral_floats_are_accepted_as_counts() -> None:
 
 
 def test_check_slots_names_the_stage_and_quantity() -> None:
-    DEFAULT_TRAINING_SCHEDULE.check_slots(5, 4, 0)
+    DEFAULT_TRAINING_SCHEDULE.check_slots((5, 4, 0))
     with pytest.raises(ValueError, match=r"stage 5 .*num_obstacles=4.* 3 slots"):
-        DEFAULT_TRAINING_SCHEDULE.check_slots(5, 3, 0)
+        DEFAULT_TRAINING_SCHEDULE.check_slots((5, 3, 0))
     with pytest.raises(ValueError, match=r"stage 1 .*num_robots=4.* 3 slots"):
-        DEFAULT_TRAINING_SCHEDULE.check_slots(3, 4, 0)
+        DEFAULT_TRAINING_SCHEDULE.check_slots((3, 4, 0))
     with_cores = CurriculumSchedule([0, 100], [2, 2], [0, 3], [1, 1], [20.0, 20.0])
     assert with_cores.max_counts() == (2, 1, 3)
     with pytest.raises(ValueError, match=r"stage 1 .*num_cores=3"):
-        with_cores.check_slots(2, 1, 2)
+        with_cores.check_slots((2, 1, 2))

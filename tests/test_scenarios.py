@@ -85,7 +85,7 @@ def test_the_random_evaluation_set_is_unchanged_by_the_layout() -> None:
 
     paper = named_scenarios("paper")
     assert len(paper) == 60
-    assert paper == evaluation_scenarios(DEFAULT_TRAINING_SCHEDULE, 10, 253, 5, 4, 0)
+    assert paper == evaluation_scenarios(DEFAULT_TRAINING_SCHEDULE, 10, 253, (5, 4, 0))
     robots = [s["env"]["num_robots"] for s in paper]
     assert robots == [3] * 10 + [4] * 10 + [5] * 40  # stage by stage, the paper's counts
 

@@ -79,7 +79,7 @@ class FilesLayout(ScenarioLayout):
         if key not in self._templates:
             check_slots(self, like.slots)
             self._templates[key] = scenarios_from_dicts(
-                self.episodes, *like.slots, int(ROBOT_DEFAULTS["N"]),
+                self.episodes, like.slots, int(ROBOT_DEFAULTS["N"]),
                 dtype=like.start.dtype, device=like.start.device, where="scenario file episode",
             )  # fmt: skip
         return self._templates[key]

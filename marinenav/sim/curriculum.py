@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from marinenav.sim.constants import ROBOT_DEFAULTS
+from marinenav.sim.scenario import Slots
 
 _COUNT_KEYS = ("timesteps", "num_robots", "num_cores", "num_obstacles")
 _KEYS = (*_COUNT_KEYS, "min_start_goal_dis")  # the original's dict keys, in its order
@@ -114,12 +115,14 @@ class CurriculumSchedule:
         """``(robots, obstacles, cores)``: the largest count of each over all stages."""
         return max(self.num_robots), max(self.num_obstacles), max(self.num_cores)
 
-    def check_slots(self, robot_slots: int, obstacle_slots: int, core_slots: int) -> None:
-        """Raise ``ValueError`` naming the first stage and quantity that exceeds its slots."""
+    def check_slots(self, slots: Slots | tuple[int, int, int]) -> None:
+        """Raise ``ValueError`` naming the first stage and quantity that exceeds ``slots``
+        (robots, obstacles, cores)."""
+        slots = Slots(*slots)
         limits = {
-            "num_robots": robot_slots,
-            "num_obstacles": obstacle_slots,
-            "num_cores": core_slots,
+            "num_robots": slots.robots,
+            "num_obstacles": slots.obstacles,
+            "num_cores": slots.cores,
         }
         for k in range(self.num_stages):
             for key, limit in limits.items():

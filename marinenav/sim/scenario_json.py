@@ -31,6 +31,7 @@ from marinenav.sim.scenario import (
     PERCEPTION_FIELDS,
     ROBOT_SCALAR_FIELDS,
     Scenario,
+    Slots,
     default_scenario,
 )
 
@@ -69,9 +70,7 @@ def _finite(values: list, name: str) -> list:
 
 def scenarios_from_dicts(
     dicts: Sequence[Mapping[str, Any]],
-    robot_slots: int,
-    obstacle_slots: int,
-    core_slots: int,
+    slots: Slots | tuple[int, int, int],
     num_substeps: int = int(ROBOT_DEFAULTS["N"]),
     dtype: torch.dtype = torch.float32,
     device: torch.device | str = "cpu",
@@ -81,7 +80,7 @@ def scenarios_from_dicts(
 
     Args:
         dicts: the original's episode dicts (``{"env": ..., "robots": ...}``).
-        robot_slots, obstacle_slots, core_slots: padded slot counts of the simulator.
+        slots: padded slot counts (robots, obstacles, cores) of the simulator.
         num_substeps: the simulator's ``N``; every robot's ``N`` must equal it.
         dtype, device: of the floating tensors.
         where: what an error calls a dict, before its index (``"<file>: episode"`` for a file).
@@ -91,6 +90,7 @@ def scenarios_from_dicts(
     """
     if len(dicts) == 0:
         raise ValueError("no scenarios given")
+    robot_slots, obstacle_slots, core_slots = slots
     out = default_scenario(len(dicts), robot_slots, obstacle_slots, core_slots, torch.float64)
     for i, scenario in enumerate(dicts):
         try:
@@ -385,9 +385,11 @@ def load_scenario_file(path: str | Path) -> list[dict]:
     envs = [episode["env"] for episode in episodes]
     scenarios_from_dicts(
         episodes,
-        robot_slots=max(max(env["num_robots"], 1) for env in envs),
-        obstacle_slots=max(len(env["obstacles"]["positions"]) for env in envs),
-        core_slots=max(len(env["cores"]["positions"]) for env in envs),
+        Slots(
+            max(max(env["num_robots"], 1) for env in envs),
+            max(len(env["obstacles"]["positions"]) for env in envs),
+            max(len(env["cores"]["positions"]) for env in envs),
+        ),
         dtype=torch.float64,
         where=f"{path}: episode",
     )

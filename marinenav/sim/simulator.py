@@ -52,7 +52,7 @@ from marinenav.sim.rules import (
     terminate,
     total_reward,
 )
-from marinenav.sim.scenario import Scenario, default_scenario
+from marinenav.sim.scenario import Scenario, Slots, default_scenario
 from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class MarineNavSimulator:
         if slots[0] < 1:
             raise ValueError("robot_slots must be at least 1")
         if isinstance(layout, RandomLayout):
-            layout.schedule.check_slots(*slots)  # names the curriculum stage at fault
+            layout.schedule.check_slots(slots)  # names the curriculum stage at fault
         check_slots(layout, slots)
 
         self.num_envs = num_envs
@@ -350,9 +350,7 @@ class MarineNavSimulator:
         else:
             loaded = scenarios_from_dicts(
                 scenarios,
-                self.robot_slots,
-                self.obstacle_slots,
-                self.core_slots,
+                Slots(self.robot_slots, self.obstacle_slots, self.core_slots),
                 self.num_substeps,
                 dtype=self.dtype,
                 device=self.device,

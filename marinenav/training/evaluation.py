@@ -47,29 +47,24 @@ EARLY_EXIT_EVERY = 50  # evaluation steps between host checks on CUDA (early exi
 # On the CPU a "host check" costs no device synchronisation, so it happens at every step.
 # name -> (episodes per stage, seed) of the paper's 6-stage curriculum
 EVALUATION_SETS: dict[str, tuple[int, int]] = {"paper": (10, 253), "large": (100, 2026)}
+PAPER_SLOTS = Slots(5, 4, 0)  # the paper's padding: 5 robots, 4 obstacles, no vortex cores
 
 
 def evaluation_scenarios(
     schedule: CurriculumSchedule,
     episodes_per_stage: int,
     seed: int,
-    robot_slots: int,
-    obstacle_slots: int,
-    core_slots: int,
+    slots: Slots | tuple[int, int, int],
 ) -> list[dict]:
     """The fixed evaluation set of the curriculum's random scenarios as scenario dicts (stage
     0's episodes first): :meth:`RandomLayout.evaluation_scenarios`."""
-    return RandomLayout(schedule=schedule).evaluation_scenarios(
-        episodes_per_stage, seed, (robot_slots, obstacle_slots, core_slots)
-    )
+    return RandomLayout(schedule=schedule).evaluation_scenarios(episodes_per_stage, seed, slots)
 
 
 def named_scenarios(
     name: str,
     schedule: CurriculumSchedule | None = None,
-    robot_slots: int = 5,
-    obstacle_slots: int = 4,
-    core_slots: int = 0,
+    slots: Slots | tuple[int, int, int] = PAPER_SLOTS,
     layout: ScenarioLayout | None = None,
 ) -> list[dict]:
     """The named evaluation set (:data:`EVALUATION_SETS`: episodes per stage and seed) of a
@@ -84,8 +79,7 @@ def named_scenarios(
     elif schedule is not None:
         raise ValueError("give a schedule or a layout, not both")
     per_stage, seed = EVALUATION_SETS[name]
-    slots = [max(have, need) for have, need in
-             zip((robot_slots, obstacle_slots, core_slots), layout.slots, strict=True)]  # fmt: skip
+    slots = Slots(*(max(have, need) for have, need in zip(slots, layout.slots, strict=True)))
     return layout.evaluation_scenarios(per_stage, seed, slots)
 
 

@@ -236,7 +236,7 @@ def _validate(cfg) -> None:
                     f"curriculum.num_robots[{stage}] must be at least 1 (every episode needs a "
                     f"robot), got {robots}"
                 )
-        schedule.check_slots(*slots)
+        schedule.check_slots(slots)
     try:
         check_slots(layout, slots)  # a files layout reads and checks its files here
     except FileNotFoundError as error:
