@@ -1,4 +1,5 @@
-"""Reading trained agents back from a run: ``load_agent(path)``.
+"""The checkpoint layout, written (:func:`run_state`, :func:`write_checkpoint`) and read
+(:func:`load_checkpoint`, :func:`load_agent`) in one place.
 
 A run directory (``hydra.run.dir``) holds ``checkpoint.pt`` (written by the trainer: config,
 agent networks and optimisers, the agent's acting random streams, the learner's state (replay,
@@ -41,6 +42,49 @@ def _unreadable(path: Path, error: Exception) -> CheckpointError:
         f"{path} is not a readable checkpoint (truncated or corrupt: {reason}); "
         "resume from an earlier copy or start a new run"
     )
+
+
+def run_state(
+    config: dict[str, Any],
+    agent: Agent,
+    counters: dict[str, Any],
+    evaluations: list[dict[str, Any]],
+    run: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The checkpoint layout, written in one place. Always: ``config`` (the run config as a
+    plain dict), ``agent`` (networks, targets, optimisers: ``agent.training_state_dict()``),
+    ``counters`` (``timesteps``, ``updates``, ``wall_clock_s``) and ``evaluations`` (every
+    evaluation's metrics so far). A resumable checkpoint adds ``run``'s entries (the trainer
+    gives ``learner``, ``simulator``, ``trackers``) and the random streams (``agent_rng``: the
+    agent's acting streams; ``torch_rng``, ``cuda_rng``: the global ones); without ``run`` the
+    state is a policy snapshot (``"snapshot": True``: ``best/``, ``evaluated/<timestep>/``)."""
+    state = {"config": config, "agent": agent.training_state_dict(), "counters": counters,
+             "evaluations": evaluations}  # fmt: skip
+    if run is None:
+        state["snapshot"] = True
+        return state
+    state.update(run)
+    state["agent_rng"] = agent.rng_state()
+    state["torch_rng"] = torch.get_rng_state()
+    state["cuda_rng"] = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    return state
+
+
+def restore_random_streams(state: dict[str, Any], agent: Agent) -> None:
+    """Put back the random streams :func:`run_state` saved: the agent's and the global ones."""
+    agent.load_rng_state(state["agent_rng"])
+    torch.set_rng_state(state["torch_rng"])
+    if state["cuda_rng"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+
+
+def refuse_snapshot(path: str | Path, state: dict[str, Any]) -> None:
+    """A policy snapshot cannot be resumed from: raise ``ValueError`` saying so in one line."""
+    if state.get("snapshot"):
+        raise ValueError(
+            f"{path} is a policy snapshot ({BEST_DIR}/ or {EVALUATED_DIR}/: no replay or "
+            "simulator state); resume from the run directory's own checkpoint.pt"
+        )
 
 
 def checkpoint_path(path: str | Path) -> Path:

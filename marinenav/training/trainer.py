@@ -58,6 +58,9 @@ from marinenav.training.checkpoint import (
     checkpoint_path,
     load_checkpoint,
     peek_checkpoint,
+    refuse_snapshot,
+    restore_random_streams,
+    run_state,
     write_checkpoint,
 )
 from marinenav.training.config import layout_of, with_intervals
@@ -521,15 +524,15 @@ class Trainer:
         far) in ``directory/checkpoint.pt``: what ``marinenav.export`` and
         ``marinenav.evaluate`` read, without the replay. Not resumable."""
         directory.mkdir(parents=True, exist_ok=True)
-        state = {
-            "config": OmegaConf.to_container(self.cfg, resolve=True),
-            "agent": self.agent.training_state_dict(),
-            "counters": {"timesteps": self.timesteps, "updates": self.updates,
-                         "wall_clock_s": self.wall_clock},
-            "evaluations": self.evaluations,
-            "snapshot": True,
-        }  # fmt: skip
+        state = run_state(
+            OmegaConf.to_container(self.cfg, resolve=True), self.agent, self._counters(),
+            self.evaluations,
+        )  # fmt: skip
         return write_checkpoint(state, directory / CHECKPOINT_NAME)
+
+    def _counters(self) -> dict[str, Any]:
+        return {"timesteps": self.timesteps, "updates": self.updates,
+                "wall_clock_s": self.wall_clock}  # fmt: skip
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoint_to_resume(self) -> tuple[Path | None, dict]:
@@ -547,11 +550,7 @@ class Trainer:
         except FileNotFoundError as error:
             raise FileNotFoundError(f"resume: {error}") from None
         saved = peek_checkpoint(path)
-        if saved["snapshot"]:
-            raise ValueError(
-                f"{path} is a policy snapshot ({BEST_DIR}/ or {EVALUATED_DIR}/: no replay or "
-                "simulator state); resume from the run directory's own checkpoint.pt"
-            )
+        refuse_snapshot(path, saved)
         current = OmegaConf.to_container(self.cfg, resolve=True)
         return path, check_resumable(path, saved["config"], current)
 
@@ -580,36 +579,27 @@ class Trainer:
         """Everything needed to continue this run exactly (atomic write); refuses to replace
         the last checkpoint by a diverged state."""
         self.check_finite()
-        state = {
-            "config": OmegaConf.to_container(self.cfg, resolve=True),
-            "agent": self.agent.training_state_dict(),
-            "agent_rng": self.agent.rng_state(),
+        run = {
             "learner": self.learner.state_dict(),
             "simulator": self.env.sim.state_dict(),
-            "counters": {"timesteps": self.timesteps, "updates": self.updates,
-                         "wall_clock_s": self.wall_clock},
             "trackers": {"metrics": self.metrics.to_dict(), "episode_return": self.episode_return,
                          "reached": self.reached, "collided": self.collided,
                          "episode_terms": self.episode_terms},
-            "evaluations": self.evaluations,
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         }  # fmt: skip
+        state = run_state(
+            OmegaConf.to_container(self.cfg, resolve=True), self.agent, self._counters(),
+            self.evaluations, run,
+        )  # fmt: skip
         return write_checkpoint(state, self.run_dir / CHECKPOINT_NAME)
 
     def load_checkpoint(self, path: Path) -> None:
         state = load_checkpoint(path, self.device)
-        if state.get("snapshot"):
-            raise ValueError(
-                f"{path} is a policy snapshot ({BEST_DIR}/ or {EVALUATED_DIR}/: no replay or "
-                "simulator state); resume from the run directory's own checkpoint.pt"
-            )
+        refuse_snapshot(path, state)
         saved = state["config"]
         if saved["agent"]["name"] != self.cfg.agent.name:
             raise ValueError(f"checkpoint {path} is of agent {saved['agent']['name']!r}, "
                              f"not {self.cfg.agent.name!r}")  # fmt: skip
         self.agent.load_training_state_dict(state["agent"])
-        self.agent.load_rng_state(state["agent_rng"])
         self.learner.load_state_dict(state["learner"])
         self.env.sim.load_state_dict(state["simulator"])
         counters = state["counters"]
@@ -623,7 +613,5 @@ class Trainer:
             else:
                 getattr(self, name).copy_(value)
         self.evaluations = state["evaluations"]
-        torch.set_rng_state(state["torch_rng"])
-        if state["cuda_rng"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        restore_random_streams(state, self.agent)
         self.td = self.env.observe()  # the next step's input, nothing restarted
