@@ -68,6 +68,23 @@ def _finite(values: list, name: str) -> list:
     return values
 
 
+def _object_positions(
+    env: Mapping[str, Any], group: str, present: torch.Tensor, noun: str
+) -> tuple[Mapping[str, Any], list, int]:
+    """``env[group]`` (``"cores"`` or ``"obstacles"``), its finite ``positions`` and their
+    count, refused when the count exceeds the slots of ``present`` ``[n, slots]``."""
+    node = _require(env, group, "env")
+    positions = _require(node, "positions", f"env.{group}")
+    count = len(positions)
+    if count > present.shape[1]:
+        slot = "core" if group == "cores" else "obstacle"
+        raise ValueError(
+            f"{count} {noun} but the simulator has {present.shape[1]} {slot} slots"
+        )
+    where = f"env.{group}.positions"
+    return node, _finite(_list_of_length(positions, count, where), where), count
+
+
 def scenarios_from_dicts(
     dicts: Sequence[Mapping[str, Any]],
     slots: Slots | tuple[int, int, int],
@@ -119,14 +136,7 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
     out.seed[i] = int(env.get("seed", 0) or 0)
     out.is_eval_env[i] = bool(env.get("is_eval_env", False))
 
-    cores = _require(env, "cores", "env")
-    core_pos = _require(cores, "positions", "env.cores")
-    n_cores = len(core_pos)
-    if n_cores > out.core_present.shape[1]:
-        raise ValueError(
-            f"{n_cores} vortex cores but the simulator has {out.core_present.shape[1]} core slots"
-        )
-    core_pos = _finite(_list_of_length(core_pos, n_cores, "env.cores.positions"), "cores")
+    cores, core_pos, n_cores = _object_positions(env, "cores", out.core_present, "vortex cores")
     clockwise = _list_of_length(
         _require(cores, "clockwise", "env.cores"), n_cores, "env.cores.clockwise"
     )
@@ -139,19 +149,12 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
         )
         out.core_present[i, :n_cores] = True
 
-    obstacles = _require(env, "obstacles", "env")
-    obs_pos = _require(obstacles, "positions", "env.obstacles")
-    n_obs = len(obs_pos)
-    if n_obs > out.obstacle_present.shape[1]:
-        raise ValueError(
-            f"{n_obs} obstacles but the simulator has "
-            f"{out.obstacle_present.shape[1]} obstacle slots"
-        )
+    obstacles, obs_pos, n_obs = _object_positions(
+        env, "obstacles", out.obstacle_present, "obstacles"
+    )
     obs_r = _list_of_length(_require(obstacles, "r", "env.obstacles"), n_obs, "env.obstacles.r")
     if n_obs:
-        out.obstacle_pos[i, :n_obs] = torch.tensor(
-            _finite(obs_pos, "env.obstacles.positions"), dtype=torch.float64
-        ).view(n_obs, 2)
+        out.obstacle_pos[i, :n_obs] = torch.tensor(obs_pos, dtype=torch.float64).view(n_obs, 2)
         out.obstacle_radius[i, :n_obs] = torch.tensor(
             _finite(obs_r, "env.obstacles.r"), dtype=torch.float64
         )
