@@ -219,3 +219,30 @@ def test_docs_citations_name_existing_sections() -> None:
                 line = text.count("\n", 0, m.start()) + 1
                 wrong.append(f'{path.relative_to(ROOT)}:{line}: {m.group(1)}, "{title}"')
     assert wrong == []
+
+
+def test_a_run_builds_its_agent_in_the_factory_and_reads_it_back_the_same(tmp_path) -> None:
+    """The trainer's agent is ``build_agent(cfg.agent, run_seed=cfg.seed)``: networks seeded
+    with the run seed + 100 (two seeds give different networks); ``load_agent`` of its
+    checkpoint builds the same agent with the same parameters."""
+    from marinenav.training.checkpoint import load_agent
+    from marinenav.training.factory import AGENT_SEED_OFFSET, build_agent
+    from marinenav.training.trainer import Trainer
+    from tests.run_utils import tiny_config
+
+    cfg = tiny_config("agent=dqn", "seed=3")
+    trainer = Trainer(cfg, tmp_path / "run")
+    try:
+        built = build_agent(cfg.agent, "cpu", run_seed=3)
+        assert trainer.agent.config.seed == built.config.seed == 3 + AGENT_SEED_OFFSET
+        for mine, theirs in zip(trainer.agent.parameters(), built.parameters(), strict=True):
+            assert torch.equal(mine, theirs)
+        other = build_agent(cfg.agent, "cpu", run_seed=4)
+        assert not torch.equal(next(other.parameters()), next(built.parameters()))
+        trainer.save_checkpoint()
+    finally:
+        trainer.lock.release()
+    loaded, config = load_agent(tmp_path / "run")
+    assert config["seed"] == 3 and loaded.config.seed == 3 + AGENT_SEED_OFFSET
+    for mine, theirs in zip(trainer.agent.parameters(), loaded.parameters(), strict=True):
+        assert torch.equal(mine, theirs)

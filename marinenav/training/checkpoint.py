@@ -173,7 +173,7 @@ def load_agent(path: str | Path, device: torch.device | str = "cpu") -> tuple[Ag
     config as a plain dict."""
     state = load_checkpoint(path, device)
     config = state["config"]
-    agent = build_agent(config["agent"], device)
+    agent = build_agent(config["agent"], device, run_seed=config.get("seed"))
     agent.load_state_dict(state["agent"]["modules"])
     agent.eval()
     return agent, config

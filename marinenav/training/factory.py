@@ -50,9 +50,9 @@ def build_agent(
     Args:
         agent_config: ``name`` and the agent's options (its ``config_class`` fields).
         device: where its networks live.
-        run_seed: for a new run, the run's seed: the networks are seeded with
-            ``run_seed + 100`` and the acting stream with ``run_seed``. ``None`` keeps the
-            config's own ``seed`` (a checkpoint's config holds the one the run used).
+        run_seed: the run's seed: the networks are seeded with ``run_seed + 100`` and the
+            acting stream with ``run_seed`` (a checkpoint's agent is built the same way before
+            its parameters are loaded). ``None`` keeps the agent config's own ``seed``.
     """
     if isinstance(agent_config, DictConfig):
         values = OmegaConf.to_container(agent_config, resolve=True)
