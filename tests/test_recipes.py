@@ -51,6 +51,7 @@ def test_paper_recipe_is_the_originals_settings(agent: str) -> None:
     assert cfg.checkpoint.interval == 60_000
     a = cfg.agent
     assert (a.lr, a.gamma, a.grad_clip_norm, a.normalize_observations) == (1e-4, 0.99, 0.5, False)
+    assert a.get("cvar_alpha", 1.0) == 1.0  # AC-IQN's actor: the mean, risk neutral
     assert a.get("n_step", 1) == 1 or agent == "rainbow"  # Rainbow's n-step is its own (3)
     assert not cfg.checkpoint.keep_evaluated
 
@@ -65,6 +66,7 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     assert (default.agent.lr, dqn.agent.lr) == (3e-4, 1e-4)
     assert (default.training.total_timesteps, dqn.training.total_timesteps) == (480_000, 800_000)
     assert default.agent.normalize_observations and not dqn.agent.normalize_observations
+    assert default.agent.cvar_alpha == 0.25  # a risk-averse actor; the paper's is risk neutral
     # the recipe picks its curriculum and the agent's part; the command line overrides both
     assert list(default.curriculum.timesteps) != list(stage0.curriculum.timesteps) == [0]
     assert stage0.agent.n_step == 1
