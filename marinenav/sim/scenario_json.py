@@ -85,6 +85,15 @@ def _object_positions(
     return node, _finite(_list_of_length(positions, count, where), where), count
 
 
+def slots_needed(dicts: Sequence[Mapping[str, Any]]) -> Slots:
+    """The fewest slots that hold every scenario dict of ``dicts`` (at least one robot)."""
+    return Slots(
+        max(max(int(d["env"]["num_robots"]), 1) for d in dicts),
+        max(len(d["env"]["obstacles"]["positions"]) for d in dicts),
+        max(len(d["env"]["cores"]["positions"]) for d in dicts),
+    )
+
+
 def scenarios_from_dicts(
     dicts: Sequence[Mapping[str, Any]],
     slots: Slots | tuple[int, int, int],
@@ -385,14 +394,9 @@ def load_scenario_file(path: str | Path) -> list[dict]:
                 raise ValueError(f"{where}: missing key env.{part}.positions")
             if not isinstance(env[part]["positions"], list):
                 raise ValueError(f"{where}: env.{part}.positions must be a list")
-    envs = [episode["env"] for episode in episodes]
     scenarios_from_dicts(
         episodes,
-        Slots(
-            max(max(env["num_robots"], 1) for env in envs),
-            max(len(env["obstacles"]["positions"]) for env in envs),
-            max(len(env["cores"]["positions"]) for env in envs),
-        ),
+        slots_needed(episodes),
         dtype=torch.float64,
         where=f"{path}: episode",
     )
@@ -406,6 +410,7 @@ def save_scenario_file(dicts: list[dict], path: str | Path) -> None:
 
 __all__ = [
     "scenarios_from_dicts",
+    "slots_needed",
     "scenarios_to_dicts",
     "load_scenario_file",
     "save_scenario_file",

@@ -41,6 +41,7 @@ from marinenav.scenarios import RandomLayout, ScenarioLayout
 from marinenav.sim import InfoState
 from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
 from marinenav.sim.scenario import Slots
+from marinenav.sim.scenario_json import slots_needed
 from marinenav.stats import wilson_interval
 
 EARLY_EXIT_EVERY = 50  # evaluation steps between host checks on CUDA (early exit, compaction)
@@ -89,14 +90,10 @@ def evaluation_setup(config: Mapping[str, Any], scenarios: Sequence[Mapping]) ->
     them), precision and noise seed. The perception noise depends on all of them, so these
     reproduce the run's own evaluations."""
     env = config["env"]
-    needed = [
-        Slots(int(s["env"]["num_robots"]), len(s["env"]["obstacles"]["positions"]),
-              len(s["env"]["cores"]["positions"]))
-        for s in scenarios
-    ]  # fmt: skip
     run = (env["robot_slots"], env["obstacle_slots"], env["core_slots"])
+    needed = slots_needed(scenarios)
     return {
-        "slots": Slots(*(max((have, *need)) for have, *need in zip(run, *needed, strict=True))),
+        "slots": Slots(*(max(have, need) for have, need in zip(run, needed, strict=True))),
         "dtype": dtype_named(env["dtype"]),
         "seed": config["evaluation"]["seed"],
     }

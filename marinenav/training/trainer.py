@@ -48,7 +48,6 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import transition
-from marinenav.keys import dtype_named
 from marinenav.sim import InfoState
 from marinenav.sim.rules import REWARD_TERMS
 from marinenav.training.checkpoint import (
@@ -266,10 +265,6 @@ class Trainer:
             truncate_csv_logs(self.run_dir / "logs", self.timesteps, self.evaluations)
         if resume_from is not None:
             say(record_resume(self.run_dir, self.timesteps, resume_from, changes))
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return dtype_named(self.cfg.env.dtype)
 
     def _zero_metrics(self) -> TensorDict:
         """The device accumulators read back at each log (float64, since the last log):
