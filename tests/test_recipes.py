@@ -67,6 +67,7 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     assert (default.training.total_timesteps, dqn.training.total_timesteps) == (480_000, 800_000)
     assert default.agent.normalize_observations and not dqn.agent.normalize_observations
     assert default.agent.cvar_alpha == 0.25  # a risk-averse actor; the paper's is risk neutral
+    assert (default.agent.gamma, dqn.agent.gamma) == (0.995, 0.99)  # AC-IQN's longer horizon
     # the recipe picks its curriculum and the agent's part; the command line overrides both
     assert list(default.curriculum.timesteps) != list(stage0.curriculum.timesteps) == [0]
     assert stage0.agent.n_step == 1
