@@ -1,9 +1,12 @@
 """IQN and the quantile-Huber loss: the loss on a hand-computed example and
 against an explicit double loop, the standard (argmax of the mean) target, terminated /
-truncated handling, importance weights, acting, and learning the tiny problem. Seeding,
-parameter counts, target copies and host read-backs: tests/test_agent_contract.py."""
+truncated handling, importance weights, acting (risk neutral and at a CVaR level), and
+learning the tiny problem. Seeding, parameter counts, target copies and host read-backs:
+tests/test_agent_contract.py."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
@@ -153,6 +156,37 @@ def test_policy_acts_on_a_batch_of_robots() -> None:
     action = agent.policy(td)["agents", "action"]
     assert action.shape == (3, 4) and action.dtype == torch.int64
     assert ((action >= 0) & (action < 25)).all()
+
+
+def _mean_quantile_choice(agent: IQNAgent, td: TensorDict, alpha: float) -> torch.Tensor:
+    """Argmax of the mean quantiles at ``alpha * tau``, ``tau`` the first ``[12, 32]`` draws of
+    the policy's restarted stream: the acting rule written out."""
+    group = td["agents"]
+    obs = (group["self_state"].reshape(12, -1), group["objects"].reshape(12, 5, 5),
+           group["objects_mask"].reshape(12, 5))  # fmt: skip
+    tau = torch.rand(12, 32, generator=torch.Generator().manual_seed(agent.policy.seed))
+    with torch.no_grad():
+        return agent.network(*obs, alpha * tau).mean(dim=-2).argmax(dim=-1).reshape(3, 4)
+
+
+def test_cvar_alpha_is_the_level_the_policy_acts_at() -> None:
+    """``agent.cvar_alpha=0.25``: the action is the argmax of the mean quantile over fractions
+    drawn from U(0, 0.25), i.e. CVaR_0.25; the default acts on the mean (U(0, 1))."""
+    td = robot_observations(3, 4, seed=5)
+    chosen = {}
+    for alpha in (1.0, 0.25):
+        agent = IQNAgent(IQNConfig(cvar_alpha=alpha, seed=3))
+        agent.policy.eval()
+        agent.policy.set_seed(agent.policy.seed)
+        chosen[alpha] = agent.policy(td.clone())["agents", "action"]
+        assert torch.equal(chosen[alpha], _mean_quantile_choice(agent, td, alpha))
+    assert not torch.equal(chosen[1.0], chosen[0.25])  # the level changed some choices
+
+
+def test_cvar_alpha_outside_zero_one_is_refused() -> None:
+    for alpha, rule in ((0.0, "must be positive"), (1.5, "must be in [0, 1]")):
+        with pytest.raises(ValueError, match=rf"agent.cvar_alpha {re.escape(rule)}"):
+            IQNConfig(cvar_alpha=alpha)
 
 
 def test_learns_the_tiny_problem() -> None:

@@ -188,6 +188,25 @@ def test_torchscript_matches_live_network_and_policy(name: str, tmp_path: Path) 
             assert not torch.allclose(drawn, action, rtol=0, atol=1e-3)  # the noise mattered
 
 
+def test_a_risk_averse_iqn_planner_acts_at_its_level(tmp_path: Path) -> None:
+    """IQN with ``cvar_alpha=0.25``: the file's quantiles at the caller's ``taus`` are the
+    network's at ``0.25 * taus`` (the node draws U(0, 1) and does not scale), so the node's
+    argmax of the mean is the live policy's CVaR action; the default file leaves them as drawn."""
+    agent = make_agent("iqn", seed=SEED, cvar_alpha=0.25)
+    module = jit_load(export_torchscript(agent, tmp_path / "traced_IQN_model.pt"))
+    network64 = copy.deepcopy(agent.network).double()
+    generator = torch.Generator().manual_seed(SEED)
+    for count in OBJECT_COUNTS:
+        obs = observation(count, generator)
+        (taus,) = policy_extra_inputs(agent_class("iqn"), agent.policy.seed)
+        with torch.no_grad():
+            out = module(obs, taus.double())
+            torch.testing.assert_close(out, network64(*obs, 0.25 * taus.double()), rtol=1e-12,
+                                       atol=1e-10)  # fmt: skip
+            assert not torch.allclose(out, network64(*obs, taus.double()))
+        assert torch.equal(planner_action("iqn", out), wrapper_action(agent, obs))
+
+
 def test_rainbow_exports_its_mean_weights(tmp_path: Path) -> None:
     """Rainbow's file holds the noisy layers' mean weights: deterministic, not a noisy output."""
     agent = make_agent("rainbow", seed=SEED)

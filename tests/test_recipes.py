@@ -68,6 +68,9 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     assert default.agent.normalize_observations and not dqn.agent.normalize_observations
     assert default.agent.cvar_alpha == 0.25  # a risk-averse actor; the paper's is risk neutral
     assert (default.agent.gamma, dqn.agent.gamma) == (0.995, 0.99)  # AC-IQN's longer horizon
+    iqn = compose_config("agent=iqn").agent  # conf/recipe_agent/fast_iqn.yaml
+    assert (iqn.lr, iqn.n_step, iqn.gamma, iqn.cvar_alpha) == (3e-4, 3, 0.995, 0.25)
+    assert iqn.normalize_observations
     # the recipe picks its curriculum and the agent's part; the command line overrides both
     assert list(default.curriculum.timesteps) != list(stage0.curriculum.timesteps) == [0]
     assert stage0.agent.n_step == 1

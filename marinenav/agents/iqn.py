@@ -10,7 +10,12 @@ clipped to 0.5; 8 quantile fractions for the prediction (``num_tau_train``), 8 f
 (sum over predicted quantiles, mean over target samples, mean over the batch); the target network
 is a hard copy every 10,000 env steps (the trainer calls :meth:`IQNAgent.update_targets`, which
 steps TorchRL's ``HardUpdate``). Acting: epsilon-greedy on the mean of 32 quantiles at
-``tau ~ U(0, cvar)`` (:class:`~marinenav.policy.selectors.QuantileSelector`).
+``tau ~ U(0, cvar_alpha)`` (:class:`~marinenav.policy.selectors.QuantileSelector`): the mean of
+``Z`` at ``cvar_alpha = 1``, the original's (its ``cvar`` is always 1); below 1 the agent acts on
+``CVaR_alpha``, the mean of the worst ``alpha`` of outcomes (risk averse, the IQN paper's
+distortion risk measure), in training, evaluation and the exported planner alike (the planner
+file scales the fractions its caller draws, so the C++ node's call is unchanged). The loss and
+its targets are unchanged.
 
 Deviation from the original (docs/training.md, "Deviations from the original trainer and
 agents"): the original's target takes the max over actions separately for every target fraction
@@ -55,11 +60,15 @@ class IQNConfig(NStepConfig):
     num_tau_target: int = 8  # quantile fractions of the target Z_target(s', a*; tau'_j)
     num_tau_act: int = 32  # quantile fractions averaged for action selection
     kappa: float = 1.0  # Huber threshold of the quantile-Huber loss
+    cvar_alpha: float = 1.0  # act on CVaR_alpha of Z (taus ~ U(0, alpha)); 1: the mean
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_options(
-            self, counts=("num_tau_train", "num_tau_target", "num_tau_act"), positive=("kappa",)
+            self,
+            counts=("num_tau_train", "num_tau_target", "num_tau_act"),
+            positive=("kappa", "cvar_alpha"),
+            unit_interval=("cvar_alpha",),
         )
 
 
@@ -152,16 +161,20 @@ class IQNLoss(LossModule):
 class QuantilePlannerCall(nn.Module):
     """The IQN network in the C++ planner's calling convention:
     ``forward((self_state, object_states, object_masks), taus [N, K])`` -> quantiles
-    ``[N, K, 25]`` (the planner draws K = 32 fractions ``taus ~ U(0, 1)``)."""
+    ``[N, K, 25]`` at the fractions ``cvar_alpha * taus`` (the planner draws K = 32 fractions
+    ``taus ~ U(0, 1)``; the file maps them to ``U(0, cvar_alpha)``, the level the agent acts at,
+    so that the caller's argmax of the mean is the agent's action; 1 leaves them as drawn)."""
 
-    def __init__(self, network: ImplicitQuantileNetwork) -> None:
+    def __init__(self, network: ImplicitQuantileNetwork, cvar_alpha: float = 1.0) -> None:
         super().__init__()
         self.network = network
+        self.register_buffer("cvar_alpha", torch.tensor(float(cvar_alpha)))
 
     def forward(
         self, x: tuple[torch.Tensor, torch.Tensor, torch.Tensor], taus: torch.Tensor
     ) -> torch.Tensor:
         self_state, object_states, object_masks = x
+        taus = taus * self.cvar_alpha.to(taus.dtype)
         return self.network(self_state, object_states, object_masks, taus)
 
 
@@ -190,6 +203,7 @@ class IQNAgent(Agent):
         self.policy = PolicyWrapper(
             QuantileSelector(self.network, num_tau=cfg.num_tau_act), seed=cfg.seed
         )
+        self.policy.cvar.fill_(cfg.cvar_alpha)  # the level the agent acts at
 
     def update(self, batch: TensorDictBase) -> TensorDict:
         check_batch(batch, self.action_kind)
@@ -198,7 +212,7 @@ class IQNAgent(Agent):
         return TensorDict({"loss_q": loss.detach()}, batch_size=[])
 
     def export_network(self) -> QuantilePlannerCall:
-        return QuantilePlannerCall(self.network)
+        return QuantilePlannerCall(self.network, self.config.cvar_alpha)
 
     @classmethod
     def export_output_shapes(cls) -> tuple[tuple[int | None, ...], ...]:
