@@ -188,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="SAC planners: sample as the C++ planner does, or the mean action")
     parser.add_argument("--iqn-taus", choices=("random", "midpoints"), default="random",
                         help="IQN planners: U(0,1) taus as the C++ planner, or fixed midpoints")
+    parser.add_argument("--cvar", type=float, default=1.0,
+                        help="IQN planners: scale the taus to [0, CVAR], acting on the mean of "
+                             "the worst CVAR of returns (default 1: the node's mean)")
     parser.add_argument("--set", choices=tuple(EVALUATION_SETS), default=None,
                         help="a named evaluation set (default: the run's own; planners: paper)")
     parser.add_argument("--scenarios", nargs="*", help="scenario JSON files (original layout)")
@@ -272,14 +275,16 @@ def _scenarios(args: argparse.Namespace, config: dict[str, Any] | None) -> tuple
 
 def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:
     policy = planner_policy(
-        args.planner, args.agent_type, sac_action=args.sac_action, taus=args.iqn_taus
+        args.planner, args.agent_type, sac_action=args.sac_action, taus=args.iqn_taus,
+        cvar=args.cvar,
     )
     scenarios, per_stage = _scenarios(args, None)
     metrics = evaluate_planner(
         policy, scenarios, per_stage, args.dtype, args.seed, args.max_steps
     )
     metrics["planner"] = {"file": str(args.planner), "agent": policy.agent_type,
-                          "sac_action": args.sac_action, "iqn_taus": args.iqn_taus}  # fmt: skip
+                          "sac_action": args.sac_action, "iqn_taus": args.iqn_taus,
+                          "cvar": args.cvar}  # fmt: skip
     return metrics
 
 

@@ -182,6 +182,11 @@ class PlannerPolicy(TensorDictModuleBase):
             take ``noise`` (sampling policies, e.g. SAC: ``"noise"`` in ``planner_options``).
         taus: ``"random"`` (the planner's rule) or ``"midpoints"``; only for planners with a
             ``taus`` input.
+        cvar: the caller's CVaR level in (0, 1]: the fractions it feeds (random or midpoints)
+            are scaled to ``[0, cvar]``, so a quantile planner acts on the mean of the worst
+            ``cvar`` of its return distribution (the original's ``cvar`` parameter, which its
+            node leaves at 1, the default); only for planners with a ``taus`` input. A file
+            exported with ``agent.cvar_alpha`` scales once more inside.
         seed: seed of the policy's random stream (taus, then noise), drawn in flat batch
             order.
         in_keys: keys of ``(self_state [..., 7], objects [..., 5, 5], objects_mask [..., 5])``.
@@ -203,6 +208,7 @@ class PlannerPolicy(TensorDictModuleBase):
         *,
         sac_action: Literal["sample", "mean"] = "sample",
         taus: Literal["random", "midpoints"] = "random",
+        cvar: float = 1.0,
         seed: int = 0,
         in_keys: tuple[NestedKey, ...] = DEFAULT_IN_KEYS,
         out_key: NestedKey = DEFAULT_OUT_KEY,
@@ -221,6 +227,12 @@ class PlannerPolicy(TensorDictModuleBase):
         unknown = [name for name in self.agent_class.export_extra_inputs if name != "taus"]
         if unknown:
             raise ValueError(f"planner input {unknown[0]!r} of {self.agent_type} is not supported")
+        if not 0.0 < cvar <= 1.0:
+            raise ValueError(f"cvar must be in (0, 1], got {cvar}")
+        if cvar != 1.0 and "taus" not in self.agent_class.export_extra_inputs:
+            raise ValueError(f"cvar is for quantile planners (a taus input); {self.agent_type} "
+                             "has none")  # fmt: skip
+        self.cvar = float(cvar)
         self.metadata = dict(metadata or {})
         self.action_options = rule_options(self.agent_class, self.metadata)
         # a sampling rule gets standard-normal noise shaped like the first output
@@ -260,7 +272,7 @@ class PlannerPolicy(TensorDictModuleBase):
                 taus = torch.rand(n, EXPORT_NUM_TAU, generator=self.generator, dtype=f64)
             else:
                 taus = self._midpoints.expand(n, EXPORT_NUM_TAU)
-            extra = (taus,)
+            extra = (taus * self.cvar,) if self.cvar != 1.0 else (taus,)
         outputs = self._blocked_forward(state, extra)
         options = self.action_options
         if self.sample_noise:

@@ -139,6 +139,33 @@ def test_sampling_planners_draw_from_their_stream() -> None:
     )
 
 
+def test_a_cvar_level_scales_the_taus_the_caller_feeds() -> None:
+    """``cvar=0.25``: the original IQN planner is called at ``0.25 *`` the midpoint fractions,
+    and its action is the argmax of the mean of those quantiles (written out); the level changes
+    some choices; levels outside (0, 1] and a level for a planner without taus are refused."""
+    gen = torch.Generator().manual_seed(4)
+    n = 64
+    state = (torch.randn(n, 7, generator=gen, dtype=torch.float64) * 10,
+             torch.randn(n, 5, 5, generator=gen, dtype=torch.float64) * 5,
+             torch.rand(n, 5, generator=gen) < 0.6)  # fmt: skip
+    td = TensorDict({("agents", key): x for key, x in
+                     zip(("self_state", "objects", "objects_mask"), state, strict=True)}, [n])
+    path = PRETRAINED / "traced_IQN_model.pt"
+    module, _, _ = load_planner(path)
+    midpoints = ((torch.arange(32, dtype=torch.float64) + 0.5) / 32).expand(n, 32)
+    with torch.no_grad():
+        quantiles = module((state[0], state[1], state[2].double()), 0.25 * midpoints)
+    averse = planner_policy(path, taus="midpoints", cvar=0.25)(td.clone())["agents", "action"]
+    neutral = planner_policy(path, taus="midpoints")(td.clone())["agents", "action"]
+    assert torch.equal(averse, quantiles.mean(dim=-2).argmax(dim=-1))
+    assert not torch.equal(averse, neutral)
+    for level in (0.0, 1.5):
+        with pytest.raises(ValueError, match="cvar must be in"):
+            planner_policy(path, cvar=level)
+    with pytest.raises(ValueError, match="cvar is for quantile planners"):
+        planner_policy(PRETRAINED / "traced_DQN_model.pt", cvar=0.5)
+
+
 @pytest.mark.parametrize("name", ["ac_iqn", "dqn", "rainbow"])
 def test_our_exports_load_through_the_same_loader(name: str, tmp_path: Path) -> None:
     """Our exported file acts as the live agent's deterministic policy does."""
