@@ -84,6 +84,17 @@ def evaluate_agent(
     )  # fmt: skip
 
 
+def act_at_cvar(agent: Agent, level: float) -> None:
+    """Make an IQN agent act on ``CVaR_level`` (its policy's fractions ``tau ~ U(0, level)``)
+    instead of its own ``agent.cvar_alpha``; ``ValueError`` for another agent or a level outside
+    (0, 1]."""
+    if agent.name != "iqn":
+        raise ValueError(f"--cvar is for IQN (quantile acting); this run's agent is {agent.name}")
+    if not 0.0 < level <= 1.0:
+        raise ValueError(f"--cvar must be in (0, 1], got {level}")
+    agent.policy.cvar.fill_(level)
+
+
 def planner_config(dtype: str = "float64", seed: int = PLANNER_EVAL_SEED) -> dict[str, Any]:
     """The evaluation layout of a planner: the paper's slots (5 robots, 4 obstacles, no cores),
     ``dtype`` and the evaluation noise seed."""
@@ -188,9 +199,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="SAC planners: sample as the C++ planner does, or the mean action")
     parser.add_argument("--iqn-taus", choices=("random", "midpoints"), default="random",
                         help="IQN planners: U(0,1) taus as the C++ planner, or fixed midpoints")
-    parser.add_argument("--cvar", type=float, default=1.0,
-                        help="IQN planners: scale the taus to [0, CVAR], acting on the mean of "
-                             "the worst CVAR of returns (default 1: the node's mean)")
+    parser.add_argument("--cvar", type=float, default=None,
+                        help="IQN planners and runs: act on the mean of the worst CVAR of returns "
+                             "(taus scaled to [0, CVAR]; default: a planner 1, the node's mean; "
+                             "a run its agent.cvar_alpha)")
     parser.add_argument("--set", choices=tuple(EVALUATION_SETS), default=None,
                         help="a named evaluation set (default: the run's own; planners: paper)")
     parser.add_argument("--scenarios", nargs="*", help="scenario JSON files (original layout)")
@@ -223,10 +235,14 @@ def main(argv: list[str] | None = None) -> int:
             scenarios, _ = _scenarios(args, None)
         else:
             agent, config = load_agent(args.run_dir, args.device)
+            if args.cvar is not None:
+                act_at_cvar(agent, args.cvar)
             scenarios, per_stage = _scenarios(args, config)
             metrics = evaluate_agent(
                 agent, config, scenarios, args.device, args.max_steps, per_stage
             )
+            if args.cvar is not None:
+                metrics["cvar"] = args.cvar
     except (FileNotFoundError, ValueError, PlannerLoadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -276,7 +292,7 @@ def _scenarios(args: argparse.Namespace, config: dict[str, Any] | None) -> tuple
 def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:
     policy = planner_policy(
         args.planner, args.agent_type, sac_action=args.sac_action, taus=args.iqn_taus,
-        cvar=args.cvar,
+        cvar=1.0 if args.cvar is None else args.cvar,
     )
     scenarios, per_stage = _scenarios(args, None)
     metrics = evaluate_planner(

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from marinenav.evaluate import evaluate_run, format_table
+from marinenav.agents import make_agent
+from marinenav.evaluate import act_at_cvar, evaluate_run, format_table, main
 from marinenav.training.trainer import Trainer
 from tests.run_utils import tiny_config
 
@@ -71,3 +72,15 @@ def test_pictures_of_the_first_episode(run_dir: Path, tmp_path: Path) -> None:
                  "--pictures-dir", str(tmp_path)]) == 0  # fmt: skip
     frames = sorted((tmp_path / "episode_000").glob("*.png"))
     assert len(frames) >= 2 and (tmp_path / "episode_000.gif").stat().st_size > 1000
+
+
+def test_cvar_makes_an_iqn_run_act_on_the_lower_tail(run_dir: Path, capsys) -> None:
+    """``--cvar`` on a run sets the level an IQN policy draws its fractions at; other agents
+    (here the DQN run) and levels outside (0, 1] are refused in one line, exit code 2."""
+    agent = make_agent("iqn")
+    act_at_cvar(agent, 0.25)
+    assert float(agent.policy.cvar) == 0.25
+    with pytest.raises(ValueError, match="must be in"):
+        act_at_cvar(agent, 0.0)
+    assert main([str(run_dir), "--cvar", "0.5", "--max-steps", "30"]) == 2
+    assert "--cvar is for IQN" in capsys.readouterr().err
