@@ -30,6 +30,7 @@ from tensordict.nn import TensorDictModuleBase
 from marinenav.agents import Agent
 from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
 from marinenav.planner import PlannerLoadError, PlannerPolicy, planner_policy
+from marinenav.policy.selectors import QuantileSelector
 from marinenav.scenarios import LAYOUTS, make_layout
 from marinenav.sim import load_scenario_file
 from marinenav.stats import format_rate
@@ -85,14 +86,12 @@ def evaluate_agent(
 
 
 def act_at_cvar(agent: Agent, level: float) -> None:
-    """Make an IQN agent act on ``CVaR_level`` (its policy's fractions ``tau ~ U(0, level)``)
-    instead of its own ``agent.cvar_alpha``; ``ValueError`` for another agent or a level outside
-    (0, 1]."""
-    if agent.name != "iqn":
+    """Make an agent that acts on quantiles (IQN) act on ``CVaR_level`` (its policy's fractions
+    ``tau ~ U(0, level)``) instead of its own ``agent.cvar_alpha``; ``ValueError`` for an agent
+    whose policy has no quantile selector or a level outside (0, 1]."""
+    if not isinstance(agent.policy.selector, QuantileSelector):
         raise ValueError(f"--cvar is for IQN (quantile acting); this run's agent is {agent.name}")
-    if not 0.0 < level <= 1.0:
-        raise ValueError(f"--cvar must be in (0, 1], got {level}")
-    agent.policy.cvar.fill_(level)
+    agent.policy.set_cvar(level)
 
 
 def planner_config(dtype: str = "float64", seed: int = PLANNER_EVAL_SEED) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from marinenav.planner_convention import (
     planner_inputs,
     rule_options,
 )
+from marinenav.policy.wrapper import check_cvar
 
 DEFAULT_IN_KEYS: tuple[NestedKey, ...] = (
     ("agents", "self_state"),
@@ -227,8 +228,7 @@ class PlannerPolicy(TensorDictModuleBase):
         unknown = [name for name in self.agent_class.export_extra_inputs if name != "taus"]
         if unknown:
             raise ValueError(f"planner input {unknown[0]!r} of {self.agent_type} is not supported")
-        if not 0.0 < cvar <= 1.0:
-            raise ValueError(f"cvar must be in (0, 1], got {cvar}")
+        check_cvar(cvar)
         if cvar != 1.0 and "taus" not in self.agent_class.export_extra_inputs:
             raise ValueError(f"cvar is for quantile planners (a taus input); {self.agent_type} "
                              "has none")  # fmt: skip
@@ -272,7 +272,7 @@ class PlannerPolicy(TensorDictModuleBase):
                 taus = torch.rand(n, EXPORT_NUM_TAU, generator=self.generator, dtype=f64)
             else:
                 taus = self._midpoints.expand(n, EXPORT_NUM_TAU)
-            extra = (taus * self.cvar,) if self.cvar != 1.0 else (taus,)
+            extra = (taus * self.cvar,)  # exact at the default 1
         outputs = self._blocked_forward(state, extra)
         options = self.action_options
         if self.sample_noise:

@@ -51,7 +51,7 @@ def test_paper_recipe_is_the_originals_settings(agent: str) -> None:
     assert cfg.checkpoint.interval == 60_000
     a = cfg.agent
     assert (a.lr, a.gamma, a.grad_clip_norm, a.normalize_observations) == (1e-4, 0.99, 0.5, False)
-    assert a.get("cvar_alpha", 1.0) == 1.0  # AC-IQN's actor: the mean, risk neutral
+    assert a.get("cvar_alpha", 1.0) == 1.0  # AC-IQN's actor, IQN's acting: the mean
     assert a.get("n_step", 1) == 1 or agent == "rainbow"  # Rainbow's n-step is its own (3)
     assert not cfg.checkpoint.keep_evaluated
 

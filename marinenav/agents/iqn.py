@@ -203,7 +203,7 @@ class IQNAgent(Agent):
         self.policy = PolicyWrapper(
             QuantileSelector(self.network, num_tau=cfg.num_tau_act), seed=cfg.seed
         )
-        self.policy.cvar.fill_(cfg.cvar_alpha)  # the level the agent acts at
+        self.policy.set_cvar(cfg.cvar_alpha)  # the level the agent acts at
 
     def update(self, batch: TensorDictBase) -> TensorDict:
         check_batch(batch, self.action_kind)

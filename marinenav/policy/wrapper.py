@@ -67,6 +67,12 @@ def check_epsilon(value: float) -> None:
         raise ValueError(f"epsilon must be in [0, 1], got {value}")
 
 
+def check_cvar(value: float) -> None:
+    """A CVaR level is a positive fraction: ``ValueError`` outside (0, 1] (NaN included)."""
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"cvar must be in (0, 1], got {value}")
+
+
 class PolicyWrapper(TensorDictModuleBase):
     """Acting module: observations in, actions out, for a batch of any shape.
 
@@ -142,6 +148,13 @@ class PolicyWrapper(TensorDictModuleBase):
         else:
             check_epsilon(value)
             self.epsilon.fill_(value)
+
+    def set_cvar(self, level: float) -> None:
+        """Change the CVaR level a selector acts at when the input has no ``cvar_key`` entry
+        (quantile selectors draw ``tau ~ U(0, level)``; 1 is risk neutral), in place; ``level``
+        in (0, 1], checked on the host."""
+        check_cvar(level)
+        self.cvar.fill_(level)
 
     def set_seed(self, seed: int) -> None:
         """Restart the random stream on every device."""
