@@ -187,6 +187,30 @@ def test_cvar_alpha_outside_zero_one_is_refused() -> None:
     for alpha, rule in ((0.0, "must be positive"), (1.5, "must be in [0, 1]")):
         with pytest.raises(ValueError, match=rf"agent.cvar_alpha {re.escape(rule)}"):
             IQNConfig(cvar_alpha=alpha)
+    for level in (0.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match=r"agent.collect_cvar_alpha must be in \(0, 1\]"):
+            IQNConfig(collect_cvar_alpha=level)
+
+
+def test_collection_can_act_at_its_own_level() -> None:
+    """``cvar_alpha=0.25, collect_cvar_alpha=1``: exploring (training's collection, epsilon 0
+    here so only the greedy rule shows) acts on the mean, evaluation on CVaR_0.25; without
+    ``collect_cvar_alpha`` both act on CVaR_0.25."""
+    td = robot_observations(3, 4, seed=5)
+
+    def act(agent: IQNAgent, exploring: bool) -> torch.Tensor:
+        agent.policy.train(exploring)
+        agent.policy.set_seed(agent.policy.seed)
+        return agent.policy(td.clone())["agents", "action"]
+
+    split = IQNAgent(IQNConfig(cvar_alpha=0.25, collect_cvar_alpha=1.0, seed=3))
+    assert torch.equal(act(split, exploring=True), _mean_quantile_choice(split, td, 1.0))
+    assert torch.equal(act(split, exploring=False), _mean_quantile_choice(split, td, 0.25))
+    same = IQNAgent(IQNConfig(cvar_alpha=0.25, seed=3))
+    assert torch.equal(act(same, exploring=True), _mean_quantile_choice(same, td, 0.25))
+    # the collection level is set from the config, not carried in the state dict
+    keys = split.state_dict().keys()
+    assert "policy.cvar" in keys and "policy.explore_cvar" not in keys
 
 
 def test_learns_the_tiny_problem() -> None:

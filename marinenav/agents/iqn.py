@@ -14,8 +14,10 @@ steps TorchRL's ``HardUpdate``). Acting: epsilon-greedy on the mean of 32 quanti
 ``Z`` at ``cvar_alpha = 1``, the original's (its ``cvar`` is always 1); below 1 the agent acts on
 ``CVaR_alpha``, the mean of the worst ``alpha`` of outcomes (risk averse, the IQN paper's
 distortion risk measure), in training, evaluation and the exported planner alike (the planner
-file scales the fractions its caller draws, so the C++ node's call is unchanged). The loss and
-its targets are unchanged.
+file scales the fractions its caller draws, so the C++ node's call is unchanged).
+``collect_cvar_alpha`` gives collection in training its own level (e.g. 1: collect risk
+neutral, act on ``CVaR_alpha`` in evaluation and deployment). The loss and its targets are
+unchanged.
 
 Deviation from the original (docs/training.md, "Deviations from the original trainer and
 agents"): the original's target takes the max over actions separately for every target fraction
@@ -61,6 +63,8 @@ class IQNConfig(NStepConfig):
     num_tau_act: int = 32  # quantile fractions averaged for action selection
     kappa: float = 1.0  # Huber threshold of the quantile-Huber loss
     cvar_alpha: float = 1.0  # act on CVaR_alpha of Z (taus ~ U(0, alpha)); 1: the mean
+    # the level of the greedy action while collecting in training; null: cvar_alpha
+    collect_cvar_alpha: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -70,6 +74,9 @@ class IQNConfig(NStepConfig):
             positive=("kappa", "cvar_alpha"),
             unit_interval=("cvar_alpha",),
         )
+        level = self.collect_cvar_alpha
+        if level is not None and not 0.0 < level <= 1.0:
+            raise ValueError(f"agent.collect_cvar_alpha must be in (0, 1] or null, got {level}")
 
 
 def iqn_target(
@@ -203,7 +210,8 @@ class IQNAgent(Agent):
         self.policy = PolicyWrapper(
             QuantileSelector(self.network, num_tau=cfg.num_tau_act), seed=cfg.seed
         )
-        self.policy.set_cvar(cfg.cvar_alpha)  # the level the agent acts at
+        # the level the agent acts at, and the one its greedy action uses while collecting
+        self.policy.set_cvar(cfg.cvar_alpha, exploring=cfg.collect_cvar_alpha)
 
     def update(self, batch: TensorDictBase) -> TensorDict:
         check_batch(batch, self.action_kind)

@@ -89,7 +89,8 @@ class PolicyWrapper(TensorDictModuleBase):
         out_key: where the action goes; default the leaf's key in a ``Composite`` spec,
             ``"action"`` for a leaf spec, ``("agents", "action")`` for a selector.
         cvar_key: selectors only: optional key of a CVaR level ``[...]`` in (0, 1]
-            (risk-sensitive IQN acting); absent entries use the ``cvar`` buffer (1.0).
+            (risk-sensitive IQN acting); absent entries use the wrapper's level (1.0;
+            :meth:`set_cvar`).
         epsilon: initial exploration rate in [0, 1] (a buffer; change it with
             :meth:`set_epsilon`).
         seed: seed of the wrapper's random stream.
@@ -132,6 +133,8 @@ class PolicyWrapper(TensorDictModuleBase):
         check_epsilon(epsilon)
         self.register_buffer("epsilon", torch.tensor(float(epsilon)))
         self.register_buffer("cvar", torch.tensor(1.0))
+        # the level while exploring (collection); set with the other by set_cvar, not saved
+        self.register_buffer("explore_cvar", torch.tensor(1.0), persistent=False)
         self.seed = seed
         self._generators: dict[torch.device, torch.Generator] = {}
 
@@ -149,12 +152,22 @@ class PolicyWrapper(TensorDictModuleBase):
             check_epsilon(value)
             self.epsilon.fill_(value)
 
-    def set_cvar(self, level: float) -> None:
+    def set_cvar(self, level: float, *, exploring: float | None = None) -> None:
         """Change the CVaR level a selector acts at when the input has no ``cvar_key`` entry
-        (quantile selectors draw ``tau ~ U(0, level)``; 1 is risk neutral), in place; ``level``
-        in (0, 1], checked on the host."""
+        (quantile selectors draw ``tau ~ U(0, level)``; 1 is risk neutral), in place.
+
+        Args:
+            level: the level of greedy acting (evaluation, deployment), in (0, 1].
+            exploring: the level while exploring (training's collection, where
+                :meth:`exploring` is true), in (0, 1]; ``None``: ``level``. Not part of the
+                state dict: the owner sets it from its config.
+        Both are checked on the host.
+        """
+        exploring = level if exploring is None else exploring
         check_cvar(level)
+        check_cvar(exploring)
         self.cvar.fill_(level)
+        self.explore_cvar.fill_(exploring)
 
     def set_seed(self, seed: int) -> None:
         """Restart the random stream on every device."""
@@ -203,7 +216,8 @@ class PolicyWrapper(TensorDictModuleBase):
         )
         n = flat[0].shape[0]
         cvar = tensordict.get(self.cvar_key, None) if self.cvar_key is not None else None
-        cvar = self.cvar.expand(n) if cvar is None else cvar.reshape(n).to(self.cvar.dtype)
+        level = self.explore_cvar if explore else self.cvar
+        cvar = level.expand(n) if cvar is None else cvar.reshape(n).to(level.dtype)
         generator = self.generator(self_state.device)
         action = self.selector(*flat, explore=explore, cvar=cvar, generator=generator)
         return action.reshape(batch + action.shape[1:])
