@@ -59,26 +59,29 @@ def test_paper_recipe_is_the_originals_settings(agent: str) -> None:
 def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     default, fast = compose_config(), compose_config("recipe=fast")
     stage0 = compose_config("curriculum=stage0", "agent.n_step=1")
-    ddpg = compose_config("agent=ddpg")  # an agent without a part of its own
+    td3 = compose_config("agent=td3")  # an agent without a part of its own
     assert default == fast and default.recipe == "fast"
     assert default.training.target_tau is not None and default.training.final_lr_fraction < 1
     assert default.agent.n_step == 3  # conf/recipe_agent/fast_ac_iqn.yaml
-    assert (default.agent.lr, ddpg.agent.lr) == (3e-4, 1e-4)
-    assert (default.training.total_timesteps, ddpg.training.total_timesteps) == (480_000, 800_000)
-    assert default.agent.normalize_observations and not ddpg.agent.normalize_observations
+    assert (default.agent.lr, td3.agent.lr) == (3e-4, 1e-4)
+    assert (default.training.total_timesteps, td3.training.total_timesteps) == (480_000, 800_000)
+    assert default.agent.normalize_observations and not td3.agent.normalize_observations
     assert default.agent.cvar_alpha == 0.25  # a risk-averse actor; the paper's is risk neutral
-    assert (default.agent.gamma, ddpg.agent.gamma) == (0.995, 0.99)  # AC-IQN's longer horizon
+    assert (default.agent.gamma, td3.agent.gamma) == (0.995, 0.99)  # AC-IQN's longer horizon
     iqn = compose_config("agent=iqn").agent  # conf/recipe_agent/fast_iqn.yaml
     assert (iqn.lr, iqn.n_step, iqn.gamma, iqn.cvar_alpha) == (3e-4, 3, 0.995, 0.25)
     assert iqn.normalize_observations
     dqn = compose_config("agent=dqn").agent  # conf/recipe_agent/fast_dqn.yaml
     assert (dqn.lr, dqn.n_step, dqn.gamma, dqn.double_q) == (3e-4, 3, 0.995, True)
     assert dqn.normalize_observations
+    ddpg = compose_config("agent=ddpg")  # conf/recipe_agent/fast_ddpg.yaml
+    assert (ddpg.agent.lr, ddpg.agent.n_step, ddpg.agent.gamma) == (3e-4, 3, 0.995)
+    assert ddpg.agent.normalize_observations and ddpg.training.total_timesteps == 480_000
     # the recipe picks its curriculum and the agent's part; the command line overrides both
     assert list(default.curriculum.timesteps) != list(stage0.curriculum.timesteps) == [0]
     assert stage0.agent.n_step == 1
     # an agent without a part of its own gets the recipe's shared settings only
-    assert ddpg.agent.n_step == 1 and ddpg.training.target_tau == default.training.target_tau
+    assert td3.agent.n_step == 1 and td3.training.target_tau == default.training.target_tau
 
 
 @pytest.mark.parametrize("agent", REPLAY_AGENTS)
