@@ -64,7 +64,7 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     assert default.training.target_tau is not None and default.training.final_lr_fraction < 1
     assert default.agent.n_step == 3  # conf/recipe_agent/fast_ac_iqn.yaml
     assert (default.agent.lr, td3.agent.lr) == (3e-4, 1e-4)
-    assert (default.training.total_timesteps, td3.training.total_timesteps) == (480_000, 800_000)
+    assert (default.training.total_timesteps, td3.training.total_timesteps) == (560_000, 800_000)
     assert default.agent.normalize_observations and not td3.agent.normalize_observations
     assert default.agent.cvar_alpha == 0.25  # a risk-averse actor; the paper's is risk neutral
     assert (default.agent.gamma, td3.agent.gamma) == (0.995, 0.99)  # AC-IQN's longer horizon
@@ -77,6 +77,10 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     ddpg = compose_config("agent=ddpg")  # conf/recipe_agent/fast_ddpg.yaml
     assert (ddpg.agent.lr, ddpg.agent.n_step, ddpg.agent.gamma) == (3e-4, 3, 0.995)
     assert ddpg.agent.normalize_observations and ddpg.training.total_timesteps == 480_000
+    rainbow = compose_config("agent=rainbow")  # conf/recipe_agent/fast_rainbow.yaml
+    r = rainbow.agent
+    assert (r.lr, r.n_step, r.gamma, r.v_min, r.v_max, r.atoms) == (3e-4, 3, 0.995, -100, 60, 51)
+    assert r.normalize_observations and rainbow.training.total_timesteps == 480_000
     # the recipe picks its curriculum and the agent's part; the command line overrides both
     assert list(default.curriculum.timesteps) != list(stage0.curriculum.timesteps) == [0]
     assert stage0.agent.n_step == 1
@@ -236,11 +240,11 @@ def intervals(value: int, first: int | None = None) -> dict[str, int]:
 
 def test_unset_intervals_are_a_tenth_of_the_budget_and_a_set_one_wins() -> None:
     """Issue 20: the fast recipe leaves the evaluation and checkpoint intervals null, so they
-    are a tenth of the budget rounded up to whole batched steps (48,000 for AC-IQN's 480k,
+    are a tenth of the budget rounded up to whole batched steps (56,000 for AC-IQN's 560k,
     80,000 for the shared 800k, 5,008 for the README's five-minute 50,000 of 16 environments);
     a value on the command line wins; recipe=paper keeps the original's 60,000 / 2,000 / 60,000
     whatever the budget."""
-    assert run_intervals(compose_config()) == intervals(48_000)
+    assert run_intervals(compose_config()) == intervals(56_000)
     assert run_intervals(compose_config("agent=sac")) == intervals(80_000)
     short = ("curriculum=stage0", "training.total_timesteps=50000")
     assert run_intervals(compose_config(*short)) == intervals(5008)
