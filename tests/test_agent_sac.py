@@ -102,6 +102,36 @@ def test_critic_target_is_the_soft_min_q_of_the_current_actor() -> None:
     torch.testing.assert_close(loss, expected)
 
 
+def test_n_step_transitions_discount_the_soft_value_by_their_own_gamma_to_the_m() -> None:
+    cfg = SACConfig(n_step=3, gamma=0.5)  # a small gamma, so that gamma ** m differ visibly
+    agent = SACAgent(cfg)
+    assert agent.replay_options().n_step == 3 and SACAgent().replay_options().n_step == 1
+    batch = training_batch(16, "continuous", seed=5)
+    batch["discount"] = torch.tensor([0.5, 0.5**2, 0.5**3, 0.5**3] * 4).unsqueeze(-1)
+    nxt = batch["next"]
+    targets = [agent.critic_network(k) for k in (0, 1)]  # no update yet: targets = online
+    torch.manual_seed(7)
+    noise = torch.randn(16, 2)  # the target's one draw a' ~ pi(.|s')
+    with torch.no_grad():
+        loc, log_std = agent.actor(*observation_of(nxt))
+        z = loc + log_std.exp() * noise
+        log_prob = (
+            Normal(loc, log_std.exp()).log_prob(z) - math.log(2 / math.pi) + torch.log1p(z**2)
+        ).sum(-1)
+        next_q = torch.minimum(*(t(*observation_of(nxt), squash(z)).squeeze(-1) for t in targets))
+        not_terminal = ~nxt["terminated"].squeeze(-1)
+        soft_v = next_q - cfg.alpha * log_prob
+        y = nxt["reward"].squeeze(-1) + batch["discount"].squeeze(-1) * not_terminal * soft_v
+        q = [t(*observation_of(batch), batch["action"]).squeeze(-1) for t in targets]
+        expected = F.mse_loss(q[0], y) + F.mse_loss(q[1], y)
+        torch.manual_seed(7)
+        one_step, _ = agent.loss_module.qvalue_v2_loss(batch.exclude("discount"))
+    assert not torch.allclose(one_step, expected)  # the per-sample discount matters
+    torch.manual_seed(7)
+    torch.testing.assert_close(agent.update(batch)["loss_critic"], expected)
+    assert "steps_to_next_obs" not in batch.keys()  # the caller's batch is left as it was
+
+
 def test_actor_loss_is_alpha_log_pi_minus_min_q() -> None:
     cfg = SACConfig()
     agent = SACAgent(cfg)

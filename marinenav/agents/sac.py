@@ -16,7 +16,10 @@ gradient-norm clip 0.5 per network, fixed temperature ``alpha = 0.078``, batch 6
 trainer's), target critics hard-copied every 10,000 env steps (the trainer calls
 :meth:`SACAgent.update_targets`), exploration epsilon-uniform on top of policy sampling.
 Options that are not in the original: ``learn_alpha`` (automatic entropy tuning towards
-``target_entropy = -2``, with its own Adam at ``lr``, off by default).
+``target_entropy = -2``, with its own Adam at ``lr``, off by default); ``n_step = n > 1`` (off by
+default): the trainer's per-robot n-step replay, the critics' target
+``R + discount (1 - terminated) [min Q_t(s', a') - alpha log pi(a'|s')]`` with the transition's
+``"discount" = gamma ** m`` (TorchRL's ``steps_to_next_obs``), as DDPG's.
 
 Update (one call of :meth:`SACAgent.update`):
 
@@ -76,12 +79,13 @@ from torchrl.objectives import HardUpdate, SACLoss, ValueEstimators
 from marinenav.agents.base import (
     OBSERVATION_KEYS,
     Agent,
-    AgentConfig,
+    NStepConfig,
     PlannerCall,
     StackedCritics,
     check_batch,
     check_options,
     make_adam,
+    with_steps_to_next_obs,
 )
 from marinenav.policy.networks import GaussianActor, LocScale, squash
 from marinenav.policy.selectors import GaussianSelector
@@ -144,8 +148,8 @@ class AtanSquashedNormal(Distribution):
 
 
 @dataclass
-class SACConfig(AgentConfig):
-    """SAC hyperparameters beyond the shared ones."""
+class SACConfig(NStepConfig):
+    """SAC hyperparameters beyond the shared ones and ``n_step``."""
 
     alpha: float = 0.078  # entropy temperature (initial value when learned)
     learn_alpha: bool = False  # automatic entropy tuning (not in the original)
@@ -204,7 +208,7 @@ class SACAgent(StackedCritics, Agent):
 
     def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
         """One MSE step on both critics; returns the detached sum of the two losses."""
-        loss, _ = self.loss_module.qvalue_v2_loss(batch)
+        loss, _ = self.loss_module.qvalue_v2_loss(with_steps_to_next_obs(batch, self.config.gamma))
         self.step_optimizer("critics", loss, self.critic_parameters(), stacked=True)
         return loss.detach()
 
