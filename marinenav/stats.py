@@ -1,5 +1,5 @@
-"""Intervals for success rates: Wilson's score interval for one evaluation, a percentile
-bootstrap for the mean over seeds.
+"""Intervals for success rates: Wilson's score interval for one evaluation, Newcombe's for the
+difference of two, a percentile bootstrap for the mean over seeds.
 
 A success rate from ``n`` episodes is a binomial proportion; Wilson's interval keeps its
 coverage near 95% for small ``n`` and rates near 0 or 1, where the normal approximation fails
@@ -36,6 +36,21 @@ def format_rate(successes: int, n: int) -> str:
     """``"0.713 [0.675, 0.748] (n=600)"``: a success rate with its Wilson 95% interval."""
     low, high = wilson_interval(successes, n)
     return f"{successes / n:.3f} [{low:.3f}, {high:.3f}] (n={n})"
+
+
+def difference_interval(
+    successes_a: int, n_a: int, successes_b: int, n_b: int, z: float = Z95
+) -> tuple[float, float, float]:
+    """``(difference, low, high)`` of ``successes_a / n_a - successes_b / n_b``: Newcombe's hybrid
+    score interval (Newcombe 1998, method 10), built from the two Wilson intervals. It counts the
+    episodes' noise only, so it suits two evaluations of one seed, not a difference over seeds."""
+    p_a, p_b = successes_a / n_a, successes_b / n_b
+    low_a, high_a = wilson_interval(successes_a, n_a, z)
+    low_b, high_b = wilson_interval(successes_b, n_b, z)
+    difference = p_a - p_b
+    low = difference - math.sqrt((p_a - low_a) ** 2 + (high_b - p_b) ** 2)
+    high = difference + math.sqrt((high_a - p_a) ** 2 + (p_b - low_b) ** 2)
+    return difference, low, high
 
 
 def bootstrap_mean_interval(

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from marinenav.stats import bootstrap_mean_interval, format_rate, wilson_interval
+from marinenav.stats import (
+    bootstrap_mean_interval,
+    difference_interval,
+    format_rate,
+    wilson_interval,
+)
 
 
 def test_wilson_interval_known_values() -> None:
@@ -30,3 +35,13 @@ def test_bootstrap_interval_of_seed_means() -> None:
     assert bootstrap_mean_interval([0.5]) == (0.5, 0.5, 0.5)
     with pytest.raises(ValueError):
         bootstrap_mean_interval([])
+
+
+def test_difference_interval_matches_newcombes_worked_example() -> None:
+    # Newcombe (1998), Statistics in Medicine 17:873, table II, example (a): 56/70 - 48/80,
+    # method 10 (hybrid score): 0.0524 to 0.3339
+    difference, low, high = difference_interval(56, 70, 48, 80)
+    assert difference == pytest.approx(0.2)
+    assert low == pytest.approx(0.0524, abs=1e-4) and high == pytest.approx(0.3339, abs=1e-4)
+    # the interval of b - a mirrors it
+    assert difference_interval(48, 80, 56, 70)[1:] == pytest.approx((-high, -low))
