@@ -77,6 +77,10 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     ddpg = compose_config("agent=ddpg")  # conf/recipe_agent/fast_ddpg.yaml
     assert (ddpg.agent.lr, ddpg.agent.n_step, ddpg.agent.gamma) == (3e-4, 3, 0.995)
     assert ddpg.agent.normalize_observations and ddpg.training.total_timesteps == 480_000
+    sac = compose_config("agent=sac")  # conf/recipe_agent/fast_sac.yaml
+    s = sac.agent
+    assert (s.lr, s.n_step, s.gamma, s.alpha, s.learn_alpha) == (3e-4, 3, 0.995, 0.078, False)
+    assert s.normalize_observations and sac.training.total_timesteps == 480_000
     rainbow = compose_config("agent=rainbow")  # conf/recipe_agent/fast_rainbow.yaml
     r = rainbow.agent
     assert (r.lr, r.n_step, r.gamma, r.v_min, r.v_max, r.atoms) == (3e-4, 3, 0.995, -100, 60, 51)
@@ -241,11 +245,11 @@ def intervals(value: int, first: int | None = None) -> dict[str, int]:
 def test_unset_intervals_are_a_tenth_of_the_budget_and_a_set_one_wins() -> None:
     """Issue 20: the fast recipe leaves the evaluation and checkpoint intervals null, so they
     are a tenth of the budget rounded up to whole batched steps (56,000 for AC-IQN's 560k,
-    80,000 for the shared 800k, 5,008 for the README's five-minute 50,000 of 16 environments);
-    a value on the command line wins; recipe=paper keeps the original's 60,000 / 2,000 / 60,000
-    whatever the budget."""
+    80,000 for the shared 800k of an agent without a part, 5,008 for the README's five-minute
+    50,000 of 16 environments); a value on the command line wins; recipe=paper keeps the
+    original's 60,000 / 2,000 / 60,000 whatever the budget."""
     assert run_intervals(compose_config()) == intervals(56_000)
-    assert run_intervals(compose_config("agent=sac")) == intervals(80_000)
+    assert run_intervals(compose_config("agent=td3")) == intervals(80_000)
     short = ("curriculum=stage0", "training.total_timesteps=50000")
     assert run_intervals(compose_config(*short)) == intervals(5008)
     assert run_intervals(compose_config(*short, "env.num_envs=1")) == intervals(5000)
