@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The lever table of docs/results.md ("Levers, one at a time") from the collected runs in
+# results/recipes/: each --lever is NAME, the runs with the change, the runs without it
+# (comma-separated, paired by the seed<N> their names end in).
+#
+#   scripts/lever_table.sh            # prints the Markdown table
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python=${PYTHON:-python}
+A=results/recipes/ac_iqn
+C=$A/candidates
+L=$A/levers
+seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
+  local prefix=$1; shift; local out=""
+  for s in "$@"; do out+="${out:+,}${prefix}${s}"; done
+  echo "$out"
+}
+"$python" benchmarks/lever_table.py \
+  --lever "AC-IQN: Polyak targets, tau 0.005 (vs hard copies every 10k), the default" \
+    "$(seeds $A/seed 0 1)" "$(seeds $L/hard_copies_seed 0 1)" \
+  --lever "AC-IQN: learning rate decaying to a tenth (vs constant 3e-4), the default" \
+    "$(seeds $A/seed 0 1)" "$(seeds $L/constant_lr_seed 0 1)" \
+  --lever "AC-IQN: Adam 3e-4 (vs 1e-4), risk neutral, 800k" \
+    "$L/lr3e-4_seed0" "$C/adam1e-4_800k_seed0" \
+  --lever "AC-IQN: raw inputs (vs scaled), Adam 1e-4, 800k" \
+    "$L/raw_inputs_seed0" "$C/adam1e-4_800k_seed0" \
+  --lever "AC-IQN: CVaR 0.25 actor (vs risk neutral), 480k" \
+    "$(seeds $C/cvar0.25_480k_seed 0 1 2)" "$(seeds $C/lr3e-4_480k_seed 0 1 2)" \
+  --lever "AC-IQN: CVaR 0.5 actor (vs risk neutral), 480k" \
+    "$(seeds $C/cvar0.5_480k_seed 0 1 2)" "$(seeds $C/lr3e-4_480k_seed 0 1 2)" \
+  --lever "AC-IQN: discount 0.995 (vs 0.99), CVaR 0.25, 480k" \
+    "$(seeds $C/g0.995_480k_seed 0 1 2)" "$(seeds $C/cvar0.25_480k_seed 0 1 2)" \
+  --lever "AC-IQN: last stage 240k (vs 160k), i.e. 560k (vs 480k), the default" \
+    "$(seeds $A/seed 0 1 2)" "$(seeds $C/g0.995_480k_seed 0 1 2)" \
+  --lever "AC-IQN: last stage 320k (vs 160k), i.e. 640k (vs 480k), risk neutral" \
+    "$(seeds $C/lr3e-4_640k_seed 0 1 2)" "$(seeds $C/lr3e-4_480k_seed 0 1 2)" \
+  --lever "AC-IQN: last stage 160k (vs 480k), i.e. 480k (vs 800k), risk neutral" \
+    "$C/lr3e-4_480k_seed0" "$L/lr3e-4_seed0" \
+  --lever "SAC: 3-step returns (vs one-step), 480k" \
+    results/recipes/sac/seed0 results/recipes/sac/candidates/lr3e-4_g0.995_480k_seed0 \
+  --lever "DDPG: 480k (vs 800k)" \
+    results/recipes/ddpg/seed0 results/recipes/ddpg/candidates/800k_seed0
