@@ -23,6 +23,38 @@ def _state_equal(a: torch.nn.Module, b: torch.nn.Module) -> bool:
     return all_equal(list(a.state_dict().values()), list(b.state_dict().values()))
 
 
+def _written_sample(
+    agent: SACAgent, observation: tuple[torch.Tensor, ...], noise: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(a, log pi(a|s))`` of the actor's reparameterised draw ``z = mu + sigma * noise``,
+    ``a = (2/pi) atan(z)``, with the atan change of variables written out."""
+    loc, log_std = agent.actor(*observation)
+    z = loc + log_std.exp() * noise
+    log_prob = (
+        Normal(loc, log_std.exp()).log_prob(z) - math.log(2 / math.pi) + torch.log1p(z**2)
+    ).sum(-1)
+    return squash(z), log_prob
+
+
+def _written_critic_loss(
+    agent: SACAgent, batch, targets: list[QCritic], noise: torch.Tensor, discount: torch.Tensor
+) -> torch.Tensor:
+    """Both critics' MSE against ``r + discount (1 - terminated) [min Q_t(s', a') - alpha log
+    pi(a'|s')]``, ``a'`` the current actor's draw with ``noise`` [B, 2]; ``discount`` [B] or a
+    float."""
+    nxt = batch["next"]
+    next_action, log_prob = _written_sample(agent, observation_of(nxt), noise)
+    next_q = torch.minimum(*(t(*observation_of(nxt), next_action).squeeze(-1) for t in targets))
+    not_terminal = ~nxt["terminated"].squeeze(-1)
+    soft_v = next_q - agent.config.alpha * log_prob
+    y = nxt["reward"].squeeze(-1) + discount * not_terminal * soft_v
+    q = [
+        agent.critic_network(k)(*observation_of(batch), batch["action"]).squeeze(-1)
+        for k in (0, 1)
+    ]
+    return F.mse_loss(q[0], y) + F.mse_loss(q[1], y)
+
+
 def test_critics_are_stacked_with_the_original_size() -> None:
     agent = SACAgent()
     stacked = agent.critic_parameters()
@@ -85,20 +117,8 @@ def test_critic_target_is_the_soft_min_q_of_the_current_actor() -> None:
     loss, _ = agent.loss_module.qvalue_v2_loss(batch.clone())
     torch.manual_seed(5)
     noise = torch.randn(16, 2)  # the one draw of the target: a' ~ pi(.|s')
-    with torch.no_grad():
-        loc, log_std = agent.actor(*observation_of(nxt))  # the current actor, not a target actor
-        z = loc + log_std.exp() * noise
-        next_action = squash(z)
-        log_prob = (
-            Normal(loc, log_std.exp()).log_prob(z) - math.log(2 / math.pi) + torch.log1p(z**2)
-        ).sum(-1)
-        next_q = torch.minimum(*(t(*observation_of(nxt), next_action).squeeze(-1) for t in targets))
-        y = nxt["reward"].squeeze(-1) + cfg.gamma * (~terminated) * (next_q - cfg.alpha * log_prob)
-        q = [
-            agent.critic_network(k)(*observation_of(batch), batch["action"]).squeeze(-1)
-            for k in (0, 1)
-        ]
-        expected = F.mse_loss(q[0], y) + F.mse_loss(q[1], y)
+    with torch.no_grad():  # the current actor draws a', not a target actor
+        expected = _written_critic_loss(agent, batch, targets, noise, cfg.gamma)
     torch.testing.assert_close(loss, expected)
 
 
@@ -108,22 +128,12 @@ def test_n_step_transitions_discount_the_soft_value_by_their_own_gamma_to_the_m(
     assert agent.replay_options().n_step == 3 and SACAgent().replay_options().n_step == 1
     batch = training_batch(16, "continuous", seed=5)
     batch["discount"] = torch.tensor([0.5, 0.5**2, 0.5**3, 0.5**3] * 4).unsqueeze(-1)
-    nxt = batch["next"]
     targets = [agent.critic_network(k) for k in (0, 1)]  # no update yet: targets = online
     torch.manual_seed(7)
     noise = torch.randn(16, 2)  # the target's one draw a' ~ pi(.|s')
     with torch.no_grad():
-        loc, log_std = agent.actor(*observation_of(nxt))
-        z = loc + log_std.exp() * noise
-        log_prob = (
-            Normal(loc, log_std.exp()).log_prob(z) - math.log(2 / math.pi) + torch.log1p(z**2)
-        ).sum(-1)
-        next_q = torch.minimum(*(t(*observation_of(nxt), squash(z)).squeeze(-1) for t in targets))
-        not_terminal = ~nxt["terminated"].squeeze(-1)
-        soft_v = next_q - cfg.alpha * log_prob
-        y = nxt["reward"].squeeze(-1) + batch["discount"].squeeze(-1) * not_terminal * soft_v
-        q = [t(*observation_of(batch), batch["action"]).squeeze(-1) for t in targets]
-        expected = F.mse_loss(q[0], y) + F.mse_loss(q[1], y)
+        discount = batch["discount"].squeeze(-1)
+        expected = _written_critic_loss(agent, batch, targets, noise, discount)
         torch.manual_seed(7)
         one_step, _ = agent.loss_module.qvalue_v2_loss(batch.exclude("discount"))
     assert not torch.allclose(one_step, expected)  # the per-sample discount matters
@@ -141,16 +151,9 @@ def test_actor_loss_is_alpha_log_pi_minus_min_q() -> None:
     torch.manual_seed(6)
     noise = torch.randn(16, 2)
     with torch.no_grad():
-        loc, log_std = agent.actor(*observation_of(batch))
-        z = loc + log_std.exp() * noise
-        log_prob = (
-            Normal(loc, log_std.exp()).log_prob(z) - math.log(2 / math.pi) + torch.log1p(z**2)
-        ).sum(-1)
+        action, log_prob = _written_sample(agent, observation_of(batch), noise)
         q = torch.minimum(
-            *(
-                agent.critic_network(k)(*observation_of(batch), squash(z)).squeeze(-1)
-                for k in (0, 1)
-            )
+            *(agent.critic_network(k)(*observation_of(batch), action).squeeze(-1) for k in (0, 1))
         )
         expected = (cfg.alpha * log_prob - q).mean()
     torch.testing.assert_close(loss, expected)
