@@ -16,14 +16,12 @@ seed present on one side only is refused. Per lever it prints one Markdown row:
   seed gives none);
 * the mean span of the last four kept checkpoints on each side (the issue's steadiness).
 
-The large-set evaluations are ``large/<timestep>.json``, as ``benchmarks/recipe_table.py`` reads
-them.
+The large-set evaluations are ``large/<timestep>.json``, read with ``benchmarks/recipe_table.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
@@ -31,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.recipe_table import large_evaluations, successes  # noqa: E402
 from marinenav.stats import bootstrap_mean_interval, difference_interval  # noqa: E402
 
 SEED = re.compile(r"seed(\d+)$")
@@ -48,14 +47,7 @@ def seed_of(run: Path) -> int:
 def last_and_span(run: Path) -> tuple[tuple[int, int], float]:
     """The last checkpoint's large-set ``(successes, episodes)`` and the span (max - min) of the
     success rates of the last ``KEPT`` kept checkpoints."""
-    found = {}
-    for path in (run / "large").glob("*.json"):
-        if path.stem.isdigit():
-            success = json.loads(path.read_text())["episodes"]["success"]
-            found[int(path.stem)] = (sum(bool(s) for s in success), len(success))
-    if not found:
-        raise SystemExit(f"{run}: no large/<timestep>.json (run scripts/collect_recipe_run.sh)")
-    counts = [found[t] for t in sorted(found)][-KEPT:]
+    counts = [successes(metrics) for metrics in large_evaluations(run).values()][-KEPT:]
     rates = [s / n for s, n in counts]
     return counts[-1], max(rates) - min(rates)
 

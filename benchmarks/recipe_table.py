@@ -30,7 +30,7 @@ from marinenav.stats import bootstrap_mean_interval, format_rate  # noqa: E402
 STAGES = 6
 
 
-def _successes(metrics: dict) -> tuple[int, int]:
+def successes(metrics: dict) -> tuple[int, int]:
     """``(successes, episodes)`` of one evaluation JSON (``episodes.success`` is per episode)."""
     success = metrics["episodes"]["success"]
     return int(sum(bool(s) for s in success)), len(success)
@@ -56,13 +56,13 @@ def row(run: Path) -> tuple[str, float]:
     if last_t != validations[-1]["timestep"]:
         raise SystemExit(f"{run}: last large evaluation {last_t} is not the last checkpoint "
                          f"{validations[-1]['timestep']}")  # fmt: skip
-    succ, n = _successes(last)
-    rates = [_successes(m)[0] / _successes(m)[1] for m in large.values()]
+    succ, n = successes(last)
+    rates = [successes(m)[0] / successes(m)[1] for m in large.values()]
     stages = " | ".join(f"{last[f'eval/success_rate_stage{i}']:.2f}" for i in range(STAGES))
     best_path = run / "large" / "best.json"
     best = "-"
     if best_path.exists():
-        best = format_rate(*_successes(json.loads(best_path.read_text())))
+        best = format_rate(*successes(json.loads(best_path.read_text())))
     minutes = validations[-1]["wall_clock_s"] / 60
     kept = ", ".join(f"{r:.3f}" for r in rates)
     cells = [str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run), f"{last_t:,}",
