@@ -23,21 +23,23 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tensordict.nn import TensorDictModuleBase
 
 from marinenav.agents import Agent
 from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
+from marinenav.encounters import encounter_records, format_encounters, own_and_targets
 from marinenav.planner import PlannerLoadError, PlannerPolicy, planner_policy
 from marinenav.policy.selectors import QuantileSelector
-from marinenav.scenarios import LAYOUTS, make_layout
+from marinenav.scenarios import LAYOUTS, ScenarioLayout, make_layout
 from marinenav.sim import load_scenario_file
+from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE
 from marinenav.stats import format_rate
 from marinenav.training.checkpoint import load_agent
 from marinenav.training.config import layout_of
 from marinenav.training.evaluation import (
-    EVALUATION_SETS,
+    SET_NAMES,
     Evaluator,
     evaluation_setup,
     named_scenarios,
@@ -57,17 +59,29 @@ def evaluate_policy(
     max_steps: int = 1001,
     episodes_per_stage: int | None = None,
     compact: bool = True,
+    layout: ScenarioLayout | None = None,
 ) -> dict[str, Any]:
     """Metrics of ``policy`` on ``scenarios``, in the layout of a run with ``config`` (slots,
-    precision, noise seed: :func:`evaluation_setup`)."""
+    precision, noise seed: :func:`evaluation_setup`), under ``layout``'s rules (default the
+    paper's). Episodes of one own ship among traffic (the Imazu cases) also get their
+    encounters' COLREGs checks (:mod:`marinenav.encounters`): ``metrics["encounters"]`` per
+    episode and ``metrics["colregs"]``, how many such episodes kept the COLREGs."""
     if not scenarios:
         raise ValueError("no scenarios to evaluate")
     setup = evaluation_setup(config, scenarios)
     evaluator = Evaluator(
         scenarios, action_kind, gamma, max_steps, device=device,
-        episodes_per_stage=episodes_per_stage, **setup,
+        episodes_per_stage=episodes_per_stage, layout=layout, **setup,
     )  # fmt: skip
-    return evaluator.run(policy, compact=compact)
+    encounters = any(own_and_targets(s) is not None for s in scenarios)
+    metrics = evaluator.run(policy, compact=compact, tracks=encounters)
+    if encounters:
+        successes = metrics["episodes"]["success"]
+        records = encounter_records(scenarios, metrics.pop("tracks"), successes)
+        metrics["encounters"] = records
+        kept = [r["colregs_kept"] for r in records if r is not None]
+        metrics["colregs"] = {"episodes": len(kept), "kept": sum(kept)}
+    return metrics
 
 
 def evaluate_agent(
@@ -77,11 +91,13 @@ def evaluate_agent(
     device: str = "cpu",
     max_steps: int = 1001,
     episodes_per_stage: int | None = None,
+    layout: ScenarioLayout | None = None,
 ) -> dict[str, Any]:
-    """Metrics of ``agent`` (trained in a run with ``config``) on ``scenarios``."""
+    """Metrics of ``agent`` (trained in a run with ``config``) on ``scenarios``, under
+    ``layout``'s rules."""
     return evaluate_policy(
         agent.policy, agent.action_kind, agent.config.gamma, config, scenarios, device,
-        max_steps, episodes_per_stage,
+        max_steps, episodes_per_stage, layout=layout,
     )  # fmt: skip
 
 
@@ -111,13 +127,14 @@ def evaluate_planner(
     seed: int = PLANNER_EVAL_SEED,
     max_steps: int = 1001,
     compact: bool = True,
+    layout: ScenarioLayout | None = None,
 ) -> dict[str, Any]:
-    """Metrics of a planner file's policy (:mod:`marinenav.planner`) on ``scenarios``; its random
-    stream (IQN's taus, SAC's noise) restarts from ``seed``."""
+    """Metrics of a planner file's policy (:mod:`marinenav.planner`) on ``scenarios`` (under
+    ``layout``'s rules); its random stream (IQN's taus, SAC's noise) restarts from ``seed``."""
     policy.set_seed(seed)
     return evaluate_policy(
         policy, policy.action_kind, PLANNER_GAMMA, planner_config(dtype, seed), scenarios,
-        "cpu", max_steps, episodes_per_stage, compact,
+        "cpu", max_steps, episodes_per_stage, compact, layout,
     )  # fmt: skip
 
 
@@ -128,12 +145,14 @@ def evaluate_baseline(
     dtype: str = "float64",
     seed: int = PLANNER_EVAL_SEED,
     max_steps: int = 1001,
+    layout: ScenarioLayout | None = None,
 ) -> dict[str, Any]:
-    """Metrics of a classical baseline (:mod:`marinenav.baselines`) on ``scenarios``, in a
-    planner's evaluation layout (:func:`planner_config`); the baseline is deterministic."""
+    """Metrics of a classical baseline (:mod:`marinenav.baselines`) on ``scenarios`` (under
+    ``layout``'s rules), in a planner's evaluation layout (:func:`planner_config`); the
+    baseline is deterministic."""
     return evaluate_policy(
         policy, policy.action_kind, PLANNER_GAMMA, planner_config(dtype, seed), scenarios,
-        "cpu", max_steps, episodes_per_stage,
+        "cpu", max_steps, episodes_per_stage, layout=layout,
     )  # fmt: skip
 
 
@@ -154,7 +173,9 @@ def evaluate_run(
     agent, config = load_agent(run_dir, device)
     scenarios = run_scenarios(run_dir, scenario_files)
     per_stage = None if scenario_files else stage_size(config, scenarios)
-    return evaluate_agent(agent, config, scenarios, device, max_steps, per_stage), scenarios
+    layout = None if scenario_files else layout_of(config)
+    metrics = evaluate_agent(agent, config, scenarios, device, max_steps, per_stage, layout)
+    return metrics, scenarios
 
 
 def format_table(metrics: dict[str, Any]) -> str:
@@ -202,12 +223,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="IQN planners and runs: act on the mean of the worst CVAR of returns "
                              "(taus scaled to [0, CVAR]; default: a planner 1, the node's mean; "
                              "a run its agent.cvar_alpha)")
-    parser.add_argument("--set", choices=tuple(EVALUATION_SETS), default=None,
-                        help="a named evaluation set (default: the run's own; planners: paper)")
+    parser.add_argument("--set", choices=SET_NAMES, default=None,
+                        help="a named evaluation set (default: the run's own; planners: paper); "
+                             "currents4 / currents8: the paper's stages with 4 / 8 vortex cores")
     parser.add_argument("--scenarios", nargs="*", help="scenario JSON files (original layout)")
     parser.add_argument("--scenario", choices=tuple(sorted(LAYOUTS)), default=None,
                         help="a scenario layout's evaluation set, default options (with --set: "
-                             "its episodes per stage and seed; default paper)")
+                             "its episodes per stage and seed; default paper; imazu: its 22 "
+                             "cases with their COLREGs checks)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                         help="planners and baselines: simulation precision")
     parser.add_argument("--seed", type=int, default=PLANNER_EVAL_SEED,
@@ -229,16 +252,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.planner:
             metrics = _evaluate_planner_file(args)
+            chosen = _scenarios(args, None)
         elif args.baseline:
             policy, metrics = _evaluate_baseline(args)
-            scenarios, _ = _scenarios(args, None)
+            chosen = _scenarios(args, None)
+            scenarios = chosen.scenarios
         else:
             agent, config = load_agent(args.run_dir, args.device)
             if args.cvar is not None:
                 act_at_cvar(agent, args.cvar)
-            scenarios, per_stage = _scenarios(args, config)
+            chosen = _scenarios(args, config)
+            scenarios = chosen.scenarios
             metrics = evaluate_agent(
-                agent, config, scenarios, args.device, args.max_steps, per_stage
+                agent, config, scenarios, args.device, args.max_steps, chosen.per_stage,
+                chosen.layout,
             )
             if args.cvar is not None:
                 metrics["cvar"] = args.cvar
@@ -246,6 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(format_table(metrics))
+    if "encounters" in metrics:
+        labels = chosen.layout.episode_labels(chosen.scenarios) if chosen.layout else [
+            f"episode {k}" for k in range(len(chosen.scenarios))
+        ]
+        print()
+        print(format_encounters(metrics["encounters"], metrics["episodes"]["success"], labels))
     if args.out:
         Path(args.out).write_text(json.dumps(metrics, indent=1))
     if args.pictures and (args.run_dir or policy is not None):
@@ -273,19 +306,29 @@ def stage_size(config: dict[str, Any], scenarios: list) -> int:
     return len(scenarios) // layout_of(config).num_stages
 
 
-def _scenarios(args: argparse.Namespace, config: dict[str, Any] | None) -> tuple[list, int | None]:
-    """The scenario set the arguments name, and its episodes per stage (None: no stages)."""
+class ChosenSet(NamedTuple):
+    """The scenarios an evaluation runs, their episodes per stage (None: no stages) and the
+    layout whose rules apply (None: the paper's)."""
+
+    scenarios: list[dict]
+    per_stage: int | None
+    layout: ScenarioLayout | None
+
+
+def _scenarios(args: argparse.Namespace, config: dict[str, Any] | None) -> ChosenSet:
+    """The scenario set the arguments name (the run's own by default)."""
     if args.scenarios:
-        return [s for path in args.scenarios for s in load_scenario_file(path)], None
+        return ChosenSet([s for path in args.scenarios for s in load_scenario_file(path)], None,
+                         None)  # fmt: skip
     if args.scenario:
         layout = make_layout(args.scenario)
         scenarios = named_scenarios(args.set or "paper", layout=layout)
-        return scenarios, len(scenarios) // layout.num_stages
+        return ChosenSet(scenarios, len(scenarios) // layout.num_stages, layout)
     if args.set or config is None:
-        name = args.set or "paper"
-        return named_scenarios(name), EVALUATION_SETS[name][0]
+        scenarios = named_scenarios(args.set or "paper")
+        return ChosenSet(scenarios, len(scenarios) // DEFAULT_TRAINING_SCHEDULE.num_stages, None)
     scenarios = json.loads((Path(args.run_dir) / "eval_configs.json").read_text())
-    return scenarios, stage_size(config, scenarios)
+    return ChosenSet(scenarios, stage_size(config, scenarios), layout_of(config))
 
 
 def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:
@@ -293,9 +336,10 @@ def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:
         args.planner, args.agent_type, sac_action=args.sac_action, taus=args.iqn_taus,
         cvar=1.0 if args.cvar is None else args.cvar,
     )
-    scenarios, per_stage = _scenarios(args, None)
+    chosen = _scenarios(args, None)
     metrics = evaluate_planner(
-        policy, scenarios, per_stage, args.dtype, args.seed, args.max_steps
+        policy, chosen.scenarios, chosen.per_stage, args.dtype, args.seed, args.max_steps,
+        layout=chosen.layout,
     )
     metrics["planner"] = {"file": str(args.planner), "agent": policy.agent_type,
                           "sac_action": args.sac_action, "iqn_taus": args.iqn_taus,
@@ -306,9 +350,10 @@ def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:
 def _evaluate_baseline(args: argparse.Namespace) -> tuple[BaselinePolicy, dict[str, Any]]:
     options = {} if args.planning_period is None else {"planning_period": args.planning_period}
     policy = baseline_policy(args.baseline, args.variant, **options)
-    scenarios, per_stage = _scenarios(args, None)
+    chosen = _scenarios(args, None)
     metrics = evaluate_baseline(
-        policy, scenarios, per_stage, args.dtype, args.seed, args.max_steps
+        policy, chosen.scenarios, chosen.per_stage, args.dtype, args.seed, args.max_steps,
+        chosen.layout,
     )
     metrics["baseline"] = {"name": args.baseline, "variant": args.variant,
                            "planning_period": policy.planning_period}  # fmt: skip

@@ -37,7 +37,6 @@ from marinenav.envs.trail import TrailRecorder
 from marinenav.sim import MarineNavSimulator
 from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
 from marinenav.sim.perception import Observation
-from marinenav.sim.rules import REWARD_TERMS
 from marinenav.sim.simulator import ActionKind
 
 FLAT_OBSERVATION_DIM = SELF_STATE_DIM + MAX_OBJECTS * OBJECT_DIM + MAX_OBJECTS  # 37
@@ -225,7 +224,7 @@ class MarineNavSingleEnv(gym.Env):
         self._trail.record()
         info = {"info_state": int(result.info[0, 0])}  # host: gymnasium returns numbers
         terms = result.reward_terms[0, 0].tolist()  # host: gymnasium returns numbers
-        info["reward_terms"] = dict(zip(REWARD_TERMS, terms, strict=True))
+        info["reward_terms"] = dict(zip(self.sim.reward_term_names, terms, strict=True))
         reward = float(result.reward[0, 0])  # host: gymnasium returns numbers
         terminated = bool(result.terminated[0, 0])  # host: gymnasium returns numbers
         truncated = bool(result.truncated[0, 0])  # host: gymnasium returns numbers

@@ -12,7 +12,10 @@ key                                    shape         meaning
 ``("agents", "info")``                 ``[E, R]``    int64 ``InfoState`` of the last step
 ``("agents", "energy")``               ``[E, R, 1]`` thrust energy of the last step
 ``("agents", "reward_terms")``         ``[E, R, T]`` the last step's reward by term (``T`` terms
-                                                    of ``sim.rules.REWARD_TERMS``, in order)
+                                                    of ``sim.reward_term_names``, in order)
+``("agents", "failures")``             ``[E, R, K]`` bool, the layout's end conditions met on the
+                                                    last step (``sim.end_conditions``; only
+                                                    for a layout that has some)
 ``("agents", "action")``               ``[E, R]`` / ``[E, R, 2]`` index 0..24 or values in [-1, 1]
 ``("agents", "reward")``               ``[E, R, 1]`` 0 for robots inactive before the step
 ``("agents", "terminated")``           ``[E, R, 1]`` the robot's episode ended (collision, goal, or
@@ -29,7 +32,9 @@ key                                    shape         meaning
 
 Learning data: a transition ``(td, td["next"])`` of robot slot ``(e, r)`` is valid iff
 ``td["agents", "active"][e, r]`` (the robot acted); terminal transitions are kept and carry
-their ``next`` observation, which resets never overwrite.
+their ``next`` observation, which resets never overwrite. Traffic (vessels the policy does
+not steer, docs/simulator.md, "Traffic") is never ``active``: its slots read as padding does
+(``done``, zero reward, the ``TRAFFIC`` outcome), while the policy's robots perceive it.
 
 Resets are per environment, through the root ``"_reset"`` mask; robots cannot be reset alone.
 :meth:`any_done` therefore looks at the root ``done`` only, so ``step_and_maybe_reset`` and
@@ -54,7 +59,7 @@ from marinenav.scenarios import ScenarioLayout
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
 from marinenav.sim.curriculum import CurriculumSchedule
-from marinenav.sim.rules import REWARD_TERMS, cut_at_first_collision, reset_codes
+from marinenav.sim.rules import cut_at_first_collision, reset_codes
 from marinenav.sim.simulator import ActionKind
 
 
@@ -176,8 +181,9 @@ class MarineNavEnv(EnvBase):
                     info=Categorical(len(InfoState), shape=agents, dtype=torch.int64,
                                      device=device),
                     energy=Unbounded((*agents, 1), dtype=dtype, device=device),
-                    reward_terms=Unbounded((*agents, len(REWARD_TERMS)), dtype=dtype,
-                                           device=device),
+                    reward_terms=Unbounded((*agents, len(self.sim.reward_term_names)),
+                                           dtype=dtype, device=device),
+                    **self._failure_spec(agents),
                     shape=agents,
                 ),
                 "is_init": flag(E, 1),
@@ -205,6 +211,14 @@ class MarineNavEnv(EnvBase):
             },
             shape=(E,),
         )  # fmt: skip
+
+    def _failure_spec(self, agents: tuple[int, int]) -> dict[str, Binary]:
+        """``("agents", "failures")``, where the layout has end conditions of its own."""
+        count = len(self.sim.end_conditions)
+        if not count:
+            return {}
+        shape = (*agents, count)
+        return {"failures": Binary(n=count, shape=shape, dtype=torch.bool, device=self.device)}
 
     # ------------------------------------------------------------------ TorchRL hooks
     def _set_seed(self, seed: int | None) -> None:
@@ -244,18 +258,21 @@ class MarineNavEnv(EnvBase):
         restarting anything: e.g. to continue from a restored simulator state."""
         sim = self.sim
         zeros = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
-        empty = (~sim.scenario.robot_present).unsqueeze(-1)
+        empty = (~sim.steered).unsqueeze(-1)
+        theta = sim.state.theta
         return self._output(
-            active=sim.active, info=reset_codes(sim.scenario.robot_present),
-            energy=torch.zeros_like(sim.state.theta).unsqueeze(-1),
-            reward_terms=sim.state.theta.new_zeros(*sim.state.theta.shape, len(REWARD_TERMS)),
+            active=sim.acting, info=reset_codes(sim.scenario),
+            energy=torch.zeros_like(theta).unsqueeze(-1),
+            reward_terms=theta.new_zeros(*theta.shape, len(sim.reward_term_names)),
+            failures=torch.zeros(*theta.shape, len(sim.end_conditions), dtype=torch.bool,
+                                 device=self.device),
             agent_flags=(empty, empty, torch.zeros_like(empty)), root_flags=(zeros, zeros, zeros),
         )  # fmt: skip
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         result = self.sim.step(tensordict.get((GROUP, "action")))
         self.trail.record()
-        active_after = self.sim.active
+        active_after = self.sim.acting
         truncated = result.truncated
         env_done, env_truncated = result.env_done, result.env_truncated
         if self.end_on_collision:
@@ -278,6 +295,7 @@ class MarineNavEnv(EnvBase):
             info=result.info,
             energy=result.energy.unsqueeze(-1),
             reward_terms=result.reward_terms,
+            failures=result.failures,
             agent_flags=agent_flags,
             root_flags=root_flags,
         )
@@ -291,6 +309,7 @@ class MarineNavEnv(EnvBase):
         info: torch.Tensor,
         energy: torch.Tensor,
         reward_terms: torch.Tensor,
+        failures: torch.Tensor,
         agent_flags: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
         root_flags: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     ) -> TensorDict:
@@ -306,6 +325,8 @@ class MarineNavEnv(EnvBase):
             },
             batch_size=(E, R), device=self.device,
         )  # fmt: skip
+        if failures.shape[-1]:
+            agents.set("failures", failures)
         return TensorDict(
             {GROUP: agents, "done": root_flags[0], "terminated": root_flags[1],
              "truncated": root_flags[2], "is_init": torch.zeros_like(root_flags[0])},

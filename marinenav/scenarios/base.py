@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
+from marinenav.sim.rules import PAPER_RULES, LayoutRules
 from marinenav.sim.scenario import Scenario, Slots, default_scenario
 from marinenav.sim.scenario_json import scenarios_to_dicts
 
@@ -77,6 +78,16 @@ class ScenarioLayout(ABC):
         if not 0 <= stage < self.num_stages:
             raise ValueError(f"stage must be in [0, {self.num_stages}), got {stage}")
         return 0
+
+    @property
+    def rules(self) -> LayoutRules:
+        """Reward terms and end conditions the layout adds to the paper's (none by default;
+        docs/extending.md, "Give a layout rules of its own")."""
+        return PAPER_RULES
+
+    def episode_labels(self, scenarios: list[dict]) -> list[str]:
+        """What a report calls each episode of this layout's evaluation set."""
+        return [f"episode {k}" for k in range(len(scenarios))]
 
     def radius_noise_kappas(self, base: Scenario) -> Tensor:
         """Every perception ``r_kappa`` a generated scenario can carry (the simulator builds

@@ -16,19 +16,31 @@ start at zero. Lanes span from 3 m off the centre line to 0.5 m short of touchin
 
 All draws come from the generator handed to :meth:`HarbourLayout.generate`, one call per kind:
 ``[n, vessels, 5]`` uniforms, then ``[n, 2 * boats_per_bank]``. One stage.
+
+Options beyond the paper (all off by default, so the harbour keeps the paper's rules):
+``traffic`` lane vessels (the last northbound and southbound ones, alternately) do not give way:
+they follow their lane to its far end at ``traffic_speed`` (a route of one waypoint, their goal)
+and then hold their course. The layout's own rules (docs/extending.md, "Give a layout rules of
+its own"): ``close_quarters`` weighs a penalty for every metre a vessel's hull comes within
+:data:`CLOSE_QUARTERS` of another vessel's; ``stay_in_channel`` ends the episode of a vessel whose
+hull crosses a row of moored boats, as running aground on the quay would.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
+from itertools import zip_longest
 
 import torch
 from torch import Tensor
 
 from marinenav.scenarios.base import ScenarioLayout, register_layout
-from marinenav.sim.constants import ROBOT_DEFAULTS
+from marinenav.sim.constants import ROBOT_DEFAULTS, VesselRole
+from marinenav.sim.rules import LayoutRules, StepEvents
 from marinenav.sim.scenario import Scenario, Slots
+from marinenav.sim.traffic import cruise_thrust
 
 VESSEL_SPACING = 6.5  # m between the starts of vessels of one direction (hulls touch at 5.6)
 END_MARGIN = 3.0  # m from the map's ends to the first start and the last goal
@@ -38,6 +50,7 @@ LANE_CLEARANCE = 0.5  # m between a lane's outer edge and contact with a moored 
 HEADING_SPREAD = math.pi / 6  # rad, initial heading within this of the goal's bearing
 CROSSING_GOAL_SPREAD = 3.0  # m, crossing goal's x within this of its start's
 _VESSEL_RADIUS = float(ROBOT_DEFAULTS["r"])  # m, collision radius of the default vessel
+CLOSE_QUARTERS = 3.0  # m of clear water between two hulls below which the penalty grows
 
 
 @dataclass
@@ -48,6 +61,10 @@ class HarbourConfig:
     northbound: int = 2  # vessels heading +x in the +y lane (at most 3)
     southbound: int = 2  # vessels heading -x in the -y lane (at most 3)
     crossing: int = 1  # vessels crossing the channel from -y to +y (at most 2)
+    traffic: int = 0  # lane vessels that do not give way (follow their lane; at most 4)
+    traffic_speed: float = 1.5  # m/s, the traffic's speed along its lane
+    close_quarters: float = 0.0  # penalty per step and metre inside CLOSE_QUARTERS of a vessel
+    stay_in_channel: bool = False  # a hull crossing a row of moored boats ends its episode
 
 
 @register_layout
@@ -76,12 +93,42 @@ class HarbourLayout(ScenarioLayout):
                 f"scenario.channel_width={c.channel_width} m leaves no traffic lanes; it must "
                 f"be at least {least:.1f} m with boat_radius={c.boat_radius} m"
             )
+        lanes = c.northbound + c.southbound
+        if not isinstance(c.traffic, int) or not 0 <= c.traffic <= min(lanes, 4):
+            raise ValueError(
+                f"scenario.traffic must be an integer in [0, {min(lanes, 4)}] (lane vessels), "
+                f"got {c.traffic}"
+            )
+        if c.traffic and c.traffic == lanes and c.crossing == 0:
+            raise ValueError("scenario.traffic leaves no vessel for the policy to steer")
+        if not 0.5 <= c.traffic_speed <= 3.0:
+            raise ValueError(
+                f"scenario.traffic_speed must be in [0.5, 3] m/s, got {c.traffic_speed}"
+            )
+        if not c.close_quarters >= 0:
+            raise ValueError(f"scenario.close_quarters must be >= 0, got {c.close_quarters}")
         if c.channel_width / 2 + c.boat_radius >= 27.5:
             raise ValueError(
                 f"scenario.channel_width={c.channel_width} m puts the boats off the 55 m map"
             )
         self.config = c
         self.lane_outer = lane_outer  # m from the centre line to a lane's outer edge
+        # the traffic's slots: the last northbound and southbound vessels, alternately
+        north = list(range(c.northbound))[::-1]
+        south = list(range(c.northbound, c.northbound + c.southbound))[::-1]
+        alternate = [k for pair in zip_longest(north, south) for k in pair if k is not None]
+        self.traffic_slots = sorted(alternate[: c.traffic])
+
+    @property
+    def rules(self) -> LayoutRules:
+        """The paper's rules, plus the options' close-quarters term and channel bounds."""
+        c = self.config
+        terms, ends = {}, {}
+        if c.close_quarters > 0:
+            terms["close_quarters"] = partial(close_quarters_penalty, weight=c.close_quarters)
+        if c.stay_in_channel:
+            ends["aground"] = partial(out_of_channel, half_width=c.channel_width / 2)
+        return LayoutRules(reward_terms=terms, end_conditions=ends)
 
     @property
     def slots(self) -> Slots:
@@ -130,6 +177,17 @@ class HarbourLayout(ScenarioLayout):
         out["init_theta"] = torch.nn.functional.pad(theta, (0, R - vessels))
         for name in ("init_velocity_r", "init_thrust", "init_thruster_angle"):
             out[name].zero_()
+        if self.traffic_slots:  # lane vessels that follow their lane, under way from the start
+            k = torch.tensor(self.traffic_slots, device=device)
+            heading = bearing[:, k]  # [n, T] rad, straight at the goal
+            speed = torch.full_like(heading, c.traffic_speed)
+            out["robot_role"][:, k] = int(VesselRole.ROUTE)
+            out["route"][:, k, 0] = goal[:, k]
+            out["route_length"][:, k] = 1
+            out["init_theta"][:, k] = torch.remainder(heading, 2 * math.pi)
+            out["init_velocity_r"][:, k, 0] = speed * heading.cos()
+            out["init_velocity_r"][:, k, 1] = speed * heading.sin()
+            out["init_thrust"][:, k] = cruise_thrust(speed).unsqueeze(-1)
 
         O = base.slots.obstacles
         ub = torch.rand((n, boats), generator=generator, dtype=dtype, device=device)
@@ -149,6 +207,25 @@ class HarbourLayout(ScenarioLayout):
         out["obstacle_present"] = torch.arange(O, device=device).expand(n, O) < boats
         out["core_present"].zero_()
         return Scenario(**out)
+
+
+def close_quarters_penalty(scenario: Scenario, events: StepEvents, weight: float) -> Tensor:
+    """``[E, R]``: ``-weight`` per metre that each other vessel's hull is within
+    :data:`CLOSE_QUARTERS` of this one's (true positions after the step; vessels that moved in
+    it, traffic included), summed over the other vessels."""
+    pos, r = events.pos, scenario.radius  # [E, R, 2] m, [E, R] m
+    gap = torch.cdist(pos, pos) - r.unsqueeze(-1) - r.unsqueeze(-2)  # [E, R, R] m of water
+    other = events.acted.unsqueeze(-2) & ~torch.eye(r.shape[-1], dtype=torch.bool,
+                                                     device=r.device)  # fmt: skip
+    intrusion = torch.where(other, (CLOSE_QUARTERS - gap).clamp(min=0.0), 0.0)
+    return -weight * intrusion.sum(dim=-1)
+
+
+def out_of_channel(scenario: Scenario, events: StepEvents, half_width: float) -> Tensor:
+    """``[E, R]`` bool: the hull reaches past the line of moored boats on either bank
+    (``half_width`` m from the centre line, the map's middle)."""
+    offset = (events.pos[..., 1] - (scenario.height / 2).unsqueeze(-1)).abs()
+    return offset + scenario.radius > half_width
 
 
 def _points(*groups: tuple[Tensor, Tensor]) -> Tensor:

@@ -107,6 +107,7 @@ class InfoState(enum.IntEnum):
     DEACTIVATED_AFTER_COLLISION = 4
     DEACTIVATED_AFTER_REACHING_GOAL = 5
     EMPTY_SLOT = 6  # padding: no robot in this slot
+    TRAFFIC = 7  # a vessel the policy does not steer (docs/simulator.md, "Traffic")
 
 
 INFO_LABELS: dict[str, InfoState] = {
@@ -119,3 +120,17 @@ INFO_LABELS: dict[str, InfoState] = {
 }
 INFO_NAMES: dict[InfoState, str] = {state: label for label, state in INFO_LABELS.items()}
 INFO_NAMES[InfoState.EMPTY_SLOT] = "empty slot"
+INFO_NAMES[InfoState.TRAFFIC] = "traffic"
+
+
+class VesselRole(enum.IntEnum):
+    """Who steers a vessel (docs/simulator.md, "Traffic"). Every vessel of the paper's
+    scenarios is ``POLICY``; the others are traffic that does not give way."""
+
+    POLICY = 0  # steered by the policy: it acts, learns and counts for success
+    HOLD = 1  # holds course and speed: keeps the thrusts it starts with
+    ROUTE = 2  # steers for its route's waypoints in turn, then holds its course
+
+
+ROLE_NAMES: dict[str, VesselRole] = {role.name.lower(): role for role in VesselRole}
+MAX_WAYPOINTS = 4  # waypoints of a route vessel (the route's padded length)

@@ -11,6 +11,7 @@ covers ``[timesteps[k], timesteps[k+1])`` and the last stage lasts forever.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -106,6 +107,10 @@ class CurriculumSchedule:
     @property
     def num_stages(self) -> int:
         return len(self.timesteps)
+
+    def with_cores(self, cores: int) -> CurriculumSchedule:
+        """The same stages with ``cores`` vortex cores in every one (the current sets)."""
+        return dataclasses.replace(self, num_cores=(cores,) * self.num_stages)
 
     def stage_of(self, step: int) -> int:
         """Host-side stage index of an environment step count."""

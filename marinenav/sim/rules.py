@@ -11,6 +11,16 @@ docs/simulator.md, "The model in equations", the end of an episode in
 docs/simulator.md, "Episode rules", and the function of every reward term, outcome code and
 termination flag in docs/extending.md, "Where each reward term lives".
 
+A scenario layout may add reward terms and end conditions of its own (:class:`LayoutRules`,
+``ScenarioLayout.rules``; docs/extending.md, "Give a layout rules of its own"): its terms come
+after the paper's three, and an end condition ends a robot's episode as a failure, exactly as a
+collision does (the collision penalty, the ``COLLISION`` outcome, the evaluation's cut).
+
+Vessels the policy does not steer (traffic, ``Scenario.robot_role``; docs/simulator.md,
+"Traffic") move, collide and are seen like any vessel, but earn no reward, never reach a goal,
+report ``done`` and the ``TRAFFIC`` outcome at every step, and do not keep an episode running: it
+ends when no policy vessel is left active.
+
 Every function is plain tensor code: no Python branching on tensor values, no host read, no
 write to its inputs, so the compiled step (``compile=True``) traces them into its one graph.
 
@@ -22,11 +32,11 @@ own). Rewards are unitless; distances in metres; turn angles in radians.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from marinenav.sim.constants import InfoState
+from marinenav.sim.constants import InfoState, VesselRole
 from marinenav.sim.scenario import Scenario
 
 
@@ -47,6 +57,10 @@ class StepEvents:
     collision: torch.Tensor  # [E, R] bool: contact with a detected object, latched
     reach_goal: torch.Tensor  # [E, R] bool: within goal_dis of the goal, latched
     timeout: torch.Tensor  # [E] bool: the step limit is hit on this step
+    # where every vessel is after the step (true geometry), for a layout's own rules; None
+    # where only the paper's rules are asked
+    pos: torch.Tensor | None = None  # [E, R, 2] m, world frame
+    theta: torch.Tensor | None = None  # [E, R] rad, heading in [0, 2pi)
 
 
 @dataclass
@@ -59,6 +73,43 @@ class Termination:
     deactivated: torch.Tensor  # [E, R]: deactivated after the step (the trainer's rule)
     env_done: torch.Tensor  # [E]: no robot left active, or the step limit hit
     env_truncated: torch.Tensor  # [E]: the step limit hit on this step
+
+
+RewardTerm = Callable[[Scenario, StepEvents], torch.Tensor]
+"""A reward term: ``(scenario, events) -> [E, R]`` float, what every robot slot earns."""
+EndCondition = Callable[[Scenario, StepEvents], torch.Tensor]
+"""An end condition: ``(scenario, events) -> [E, R]`` bool, the robots that fail now."""
+
+
+@dataclass(frozen=True)
+class LayoutRules:
+    """What a scenario layout adds to the paper's rules: reward terms (added after the paper's
+    three, in order) and end conditions (each ends a robot's episode as a collision does). The
+    paper's layouts add nothing."""
+
+    reward_terms: dict[str, RewardTerm] = field(default_factory=dict)
+    end_conditions: dict[str, EndCondition] = field(default_factory=dict)
+
+    @property
+    def term_names(self) -> tuple[str, ...]:
+        """The names of every reward term, the paper's first: ``("agents", "reward_terms")``
+        and the logs (``train/reward_<name>``) follow this order."""
+        return (*REWARD_TERMS, *self.reward_terms)
+
+    def failures(self, scenario: Scenario, events: StepEvents) -> torch.Tensor:
+        """``[E, R, K]`` bool: which of the ``K`` end conditions each robot meets now."""
+        if not self.end_conditions:
+            return events.collision.new_zeros(*events.collision.shape, 0)
+        return torch.stack([end(scenario, events) for end in self.end_conditions.values()], -1)
+
+
+PAPER_RULES = LayoutRules()
+"""The paper's rules alone (the random scenarios, the harbour by default, scenario files)."""
+
+
+def steered(scenario: Scenario) -> torch.Tensor:
+    """``[E, R]`` bool: the robots present that the policy steers (not traffic)."""
+    return scenario.robot_present & (scenario.robot_role == VesselRole.POLICY)
 
 
 def goal_distance(scenario: Scenario, pos: torch.Tensor) -> torch.Tensor:
@@ -123,11 +174,17 @@ REWARD_TERMS: dict[str, Callable[[Scenario, StepEvents], torch.Tensor]] = {
 }
 
 
-def reward_terms(scenario: Scenario, events: StepEvents) -> torch.Tensor:
-    """Every term of every robot slot's reward ``[E, R, T]`` (``T = len(REWARD_TERMS)``, in
-    its order): 0 for slots that did not act (deactivated robots and padding)."""
-    terms = torch.stack([term(scenario, events) for term in REWARD_TERMS.values()], dim=-1)
-    return torch.where(events.acted.unsqueeze(-1), terms, torch.zeros_like(terms))
+def reward_terms(
+    scenario: Scenario, events: StepEvents, rules: LayoutRules = PAPER_RULES
+) -> torch.Tensor:
+    """Every term of every robot slot's reward ``[E, R, T]`` (``rules.term_names``, in that
+    order: the paper's, then the layout's): 0 for slots that did not act (deactivated robots
+    and padding) and for traffic."""
+    terms = [term(scenario, events) for term in REWARD_TERMS.values()]
+    terms += [term(scenario, events) for term in rules.reward_terms.values()]
+    stacked = torch.stack(terms, dim=-1)
+    earns = (events.acted & steered(scenario)).unsqueeze(-1)
+    return torch.where(earns, stacked, torch.zeros_like(stacked))
 
 
 def total_reward(terms: torch.Tensor) -> torch.Tensor:
@@ -151,6 +208,7 @@ def outcome_codes(scenario: Scenario, events: StepEvents) -> torch.Tensor:
     A robot that acted: ``TOO_LONG_EPISODE`` at the step limit, else ``COLLISION``, else
     ``REACH_GOAL``, else ``NORMAL``. A slot that did not act: ``EMPTY_SLOT`` for padding, else
     ``DEACTIVATED_AFTER_COLLISION`` or ``DEACTIVATED_AFTER_REACHING_GOAL`` by its latched flag.
+    Traffic (a vessel the policy does not steer): ``TRAFFIC`` at every step.
     """
     acting = torch.where(
         events.timeout.unsqueeze(-1),
@@ -170,13 +228,18 @@ def outcome_codes(scenario: Scenario, events: StepEvents) -> torch.Tensor:
             int(InfoState.DEACTIVATED_AFTER_REACHING_GOAL),
         ),
     )
-    return torch.where(events.acted, acting, resting)
+    codes = torch.where(events.acted, acting, resting)
+    traffic = scenario.robot_present & ~steered(scenario)
+    return torch.where(traffic, int(InfoState.TRAFFIC), codes)
 
 
-def reset_codes(robot_present: torch.Tensor) -> torch.Tensor:
-    """``info`` of a freshly reset environment ``[E, R]`` int64: ``NORMAL`` for robots,
-    ``EMPTY_SLOT`` for padding (``robot_present [E, R]`` bool)."""
-    return torch.where(robot_present, int(InfoState.NORMAL), int(InfoState.EMPTY_SLOT))
+def reset_codes(scenario: Scenario) -> torch.Tensor:
+    """``info`` of a freshly reset environment ``[E, R]`` int64: ``NORMAL`` for the robots the
+    policy steers, ``TRAFFIC`` for the others, ``EMPTY_SLOT`` for padding."""
+    codes = torch.where(
+        scenario.robot_present, int(InfoState.TRAFFIC), int(InfoState.EMPTY_SLOT)
+    )
+    return torch.where(steered(scenario), int(InfoState.NORMAL), codes)
 
 
 def terminate(scenario: Scenario, events: StepEvents) -> Termination:
@@ -186,17 +249,19 @@ def terminate(scenario: Scenario, events: StepEvents) -> Termination:
     A robot that acted and collided or reached its goal terminates and is deactivated (the
     original's training loop deactivates it after storing its transition). At the step limit
     every robot that acted is truncated (no terminal reward). An environment is done when
-    no robot is left active or at the step limit. Slots that did not act report ``done``.
+    no robot the policy steers is left active or at the step limit. Slots that did not act,
+    and traffic, report ``done``; traffic that collides is deactivated too.
     """
     ended = events.collision | events.reach_goal
     timeout = events.timeout.unsqueeze(-1)
     acted = events.acted
+    agent = acted & steered(scenario)
     deactivated = events.deactivated | (acted & ended)
-    still_active = scenario.robot_present & ~deactivated
+    still_active = steered(scenario) & ~deactivated
     return Termination(
-        done=~acted | timeout | ended,
-        terminated=acted & ended & ~timeout,
-        truncated=acted & timeout,
+        done=~agent | timeout | ended,
+        terminated=agent & ended & ~timeout,
+        truncated=agent & timeout,
         deactivated=deactivated,
         env_done=events.timeout | ~still_active.any(dim=-1),
         env_truncated=events.timeout,
@@ -226,6 +291,10 @@ def cut_at_first_collision(
 
 
 __all__ = [
+    "EndCondition",
+    "LayoutRules",
+    "PAPER_RULES",
+    "RewardTerm",
     "StepEvents",
     "Termination",
     "colregs_penalty",
@@ -238,6 +307,7 @@ __all__ = [
     "reward_terms",
     "step_limit_reached",
     "step_reward",
+    "steered",
     "terminal_reward",
     "total_reward",
     "terminate",

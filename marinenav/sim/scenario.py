@@ -20,6 +20,7 @@ import torch
 from marinenav.sim.constants import (
     ENV_DEFAULTS,
     HYDRO_KEYS,
+    MAX_WAYPOINTS,
     PERCEPTION_DEFAULTS,
     ROBOT_DEFAULTS,
 )
@@ -102,6 +103,7 @@ class Scenario:
     angular_speed_penalty: torch.Tensor  # [n] unused by the dynamics, kept for JSON
     seed: torch.Tensor  # [n] int64, informational (the original's env seed)
     is_eval_env: torch.Tensor  # [n] bool, informational
+    layout_part: torch.Tensor  # [n] int64, the part of a mixed layout that made the episode
     # --- static obstacles ---
     obstacle_pos: torch.Tensor  # [n, O, 2] world frame (m)
     obstacle_radius: torch.Tensor  # [n, O] m
@@ -119,6 +121,10 @@ class Scenario:
     init_velocity_r: torch.Tensor  # [n, R, 3] world-frame velocity relative to water, yaw rate
     init_thruster_angle: torch.Tensor  # [n, R, 2] (left, right) rad
     init_thrust: torch.Tensor  # [n, R, 2] (left, right) N
+    # --- robots: who steers (sim.constants.VesselRole; docs/simulator.md, "Traffic") ---
+    robot_role: torch.Tensor  # [n, R] int64 VesselRole, POLICY for the paper's vessels
+    route: torch.Tensor  # [n, R, W, 2] world frame (m), a ROUTE vessel's waypoints in order
+    route_length: torch.Tensor  # [n, R] int64, waypoints of the route (0 elsewhere)
     # --- robots: vessel constants ---
     dt: torch.Tensor  # [n, R] sub-step (s)
     length: torch.Tensor  # [n, R] hull length (m), visual only
@@ -225,6 +231,7 @@ def default_scenario(
     )
     fields["seed"] = zeros(kind=torch.int64)
     fields["is_eval_env"] = zeros(kind=torch.bool)
+    fields["layout_part"] = zeros(kind=torch.int64)
     fields.update(
         obstacle_pos=zeros(O, 2),
         obstacle_radius=zeros(O),
@@ -240,6 +247,9 @@ def default_scenario(
         init_velocity_r=zeros(R, 3),
         init_thruster_angle=zeros(R, 2),
         init_thrust=zeros(R, 2),
+        robot_role=zeros(R, kind=torch.int64),
+        route=zeros(R, MAX_WAYPOINTS, 2),
+        route_length=zeros(R, kind=torch.int64),
     )
     for name, key in ROBOT_SCALAR_FIELDS.items():
         fields[name] = robot_full(ROBOT_DEFAULTS[key])

@@ -7,6 +7,13 @@ original's ``reset_with_eval_config`` reads; histories are not read (the origina
 them either). Exporting writes every key the original writes, so its loader accepts the file;
 the histories hold the first trajectory row only (the state at reset).
 
+Two optional keys of ours describe traffic that does not give way (docs/simulator.md,
+"Traffic"): ``robots.role``, one of ``"policy"`` (the default), ``"hold"`` or ``"route"`` per
+robot, and ``robots.route``, per robot a list of ``[x, y]`` waypoints (empty except for
+``"route"`` vessels, at most ``MAX_WAYPOINTS``). They are written only where some vessel is not
+the policy's, so the paper's scenarios export exactly the original's keys; ``env.layout_part``
+(which part of a mixed layout made the episode) likewise only where it is not 0.
+
 Bad input raises ``ValueError`` naming the key: missing keys, lists of mismatched lengths, more
 robots / obstacles / cores than the slots, sub-step counts other than the simulator's, a
 singular mass matrix, and placements no episode can start from (:func:`_check_placement`): an
@@ -23,7 +30,14 @@ from typing import Any
 
 import torch
 
-from marinenav.sim.constants import HYDRO_KEYS, MAX_OBJECTS, ROBOT_DEFAULTS
+from marinenav.sim.constants import (
+    HYDRO_KEYS,
+    MAX_OBJECTS,
+    MAX_WAYPOINTS,
+    ROBOT_DEFAULTS,
+    ROLE_NAMES,
+    VesselRole,
+)
 from marinenav.sim.current import current_velocity
 from marinenav.sim.dynamics import mass_matrix_determinant
 from marinenav.sim.scenario import (
@@ -144,6 +158,10 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
     )
     out.seed[i] = int(env.get("seed", 0) or 0)
     out.is_eval_env[i] = bool(env.get("is_eval_env", False))
+    part = env.get("layout_part", 0)
+    if isinstance(part, bool) or not isinstance(part, int) or part < 0:
+        raise ValueError(f"env.layout_part must be a non-negative integer, got {part!r}")
+    out.layout_part[i] = part
 
     cores, core_pos, n_cores = _object_positions(env, "cores", out.core_present, "vortex cores")
     clockwise = _list_of_length(
@@ -222,8 +240,46 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
         )
     if (out.max_obj_num[i, :n] > MAX_OBJECTS).any():
         raise ValueError(f"robots.perception.max_obj_num above {MAX_OBJECTS} is not supported")
+    _fill_traffic(out, i, n, robots)
     _check_placement(out, i, n, n_obs)
     out.robot_present[i, :n] = True
+
+
+def _fill_traffic(out: Scenario, i: int, n: int, robots: Mapping[str, Any]) -> None:
+    """The optional ``robots.role`` and ``robots.route`` of environment ``i`` (``n`` robots)."""
+    names = robots.get("role")
+    if names is None:
+        if "route" in robots:
+            raise ValueError("robots.route is given without robots.role")
+        return
+    names = _list_of_length(names, n, "robots.role")
+    routes = _list_of_length(robots.get("route", [[] for _ in range(n)]), n, "robots.route")
+    for k, (name, route) in enumerate(zip(names, routes, strict=True)):
+        if name not in ROLE_NAMES:
+            raise ValueError(
+                f"robots.role[{k}] must be one of {', '.join(ROLE_NAMES)}, got {name!r}"
+            )
+        role = ROLE_NAMES[name]
+        where = f"robots.route[{k}]"
+        if not isinstance(route, Sequence) or isinstance(route, str):
+            raise ValueError(f"{where} must be a list of [x, y] waypoints")
+        if role == VesselRole.ROUTE and not route:
+            raise ValueError(f"{where} is empty: a 'route' vessel needs at least one waypoint")
+        if role != VesselRole.ROUTE and route:
+            raise ValueError(
+                f"{where} is given for a {name!r} vessel: only 'route' vessels follow one"
+            )
+        if len(route) > MAX_WAYPOINTS:
+            raise ValueError(f"{where} has {len(route)} waypoints; at most {MAX_WAYPOINTS}")
+        points = torch.tensor(_finite(route, where), dtype=torch.float64) if route else None
+        if points is not None and points.shape != (len(route), 2):
+            raise ValueError(f"{where} must be a list of [x, y] waypoints")
+        out.robot_role[i, k] = int(role)
+        if points is not None:
+            out.route[i, k, : len(route)] = points
+            out.route_length[i, k] = len(route)
+    if all(ROLE_NAMES[name] != VesselRole.POLICY for name in names):
+        raise ValueError("robots.role names no 'policy' vessel: an episode needs one to steer")
 
 
 def _first(mask: torch.Tensor) -> list[int] | None:
@@ -244,7 +300,8 @@ def _check_placement(out: Scenario, i: int, n: int, n_obs: int) -> None:
         (j,) = hit
         raise ValueError(f"env.obstacles.r[{j}] must be positive, got {float(radius[j])}")
     to_goal = torch.linalg.vector_norm(goal - start, dim=-1)  # [n]
-    if (hit := _first(to_goal <= goal_dis)) is not None:
+    steered = out.robot_role[i, :n] == VesselRole.POLICY  # traffic has no goal to reach
+    if (hit := _first((to_goal <= goal_dis) & steered)) is not None:
         (k,) = hit
         raise ValueError(
             f"robots.goal[{k}] is {float(to_goal[k]):.3g} m from robots.start[{k}], within "
@@ -299,6 +356,8 @@ def _dict_of_env(v: dict[str, list], e: int, num_substeps: int) -> dict:
     obs_idx = [k for k, present in enumerate(v["obstacle_present"][e]) if present]
     core_idx = [k for k, present in enumerate(v["core_present"][e]) if present]
     env: dict[str, Any] = {"seed": int(v["seed"][e]), "is_eval_env": bool(v["is_eval_env"][e])}
+    if v["layout_part"][e]:
+        env["layout_part"] = int(v["layout_part"][e])
     for name, key in ENV_SCALAR_FIELDS.items():
         env[key] = v[name][e]
     env["v_range"] = v["v_range"][e]
@@ -333,6 +392,14 @@ def _dict_of_env(v: dict[str, list], e: int, num_substeps: int) -> dict:
     robots["init_right_pos"] = [a[1] for a in per_robot("init_thruster_angle")]
     robots["init_left_thrust"] = [t[0] for t in per_robot("init_thrust")]
     robots["init_right_thrust"] = [t[1] for t in per_robot("init_thrust")]
+    roles = [VesselRole(int(r)) for r in per_robot("robot_role")]
+    if any(role != VesselRole.POLICY for role in roles):
+        robots["role"] = [role.name.lower() for role in roles]
+        robots["route"] = [
+            route[: int(length)] for route, length in zip(
+                per_robot("route"), per_robot("route_length"), strict=True
+            )
+        ]
     robots["perception"] = {key: per_robot(name) for name, key in PERCEPTION_FIELDS.items()}
     robots["perception"]["max_obj_num"] = [int(x) for x in robots["perception"]["max_obj_num"]]
     robots["observation_history"] = [[] for _ in robots_idx]

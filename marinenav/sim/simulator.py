@@ -48,12 +48,14 @@ from marinenav.sim.rules import (
     goal_distance,
     outcome_codes,
     reward_terms,
+    steered,
     step_limit_reached,
     terminate,
     total_reward,
 )
 from marinenav.sim.scenario import Scenario, Slots, default_scenario
 from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
+from marinenav.sim.traffic import advance_waypoints, traffic_thrust_rate
 
 if TYPE_CHECKING:
     from marinenav.scenarios.base import ScenarioLayout
@@ -66,7 +68,8 @@ class StepResult:
     """Per-step outputs. ``E`` environments, ``R`` robot slots."""
 
     reward: torch.Tensor  # [E, R] float; 0 for robots inactive before the step
-    reward_terms: torch.Tensor  # [E, R, T] float; the reward's terms (rules.REWARD_TERMS)
+    reward_terms: torch.Tensor  # [E, R, T] float; the reward's terms (``reward_term_names``)
+    failures: torch.Tensor  # [E, R, K] bool; the layout's end conditions met (``end_conditions``)
     done: torch.Tensor  # [E, R] bool; true for inactive slots, terminal robots and at timeout
     info: torch.Tensor  # [E, R] int64 InfoState codes
     was_active: torch.Tensor  # [E, R] bool; robots that acted in this step (learning data)
@@ -178,6 +181,7 @@ class MarineNavSimulator:
         # a compiled step keeps fixed shapes). Same numbers either way.
         self.compact_perception = self.device.type == "cpu"
         self.layout = layout  # what a restarting environment gets (marinenav.scenarios)
+        self.rules = layout.rules  # the paper's rules and the layout's own (sim.rules)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
@@ -217,6 +221,7 @@ class MarineNavSimulator:
         self.reach_goal = zeros(R, kind=torch.bool)
         self.deactivated = zeros(R, kind=torch.bool)
         self.apply_colregs = zeros(R, kind=torch.bool)
+        self.waypoint = zeros(R, kind=torch.int64)  # the waypoint each route vessel steers for
         self.episode_steps = zeros(kind=torch.int64)
         # Curriculum clock: environment steps summed over the batch (E per batched step).
         self.curriculum_step = torch.zeros((), dtype=torch.int64, device=self.device)
@@ -289,9 +294,30 @@ class MarineNavSimulator:
         return self.scenario.robot_present & ~self.deactivated
 
     @property
+    def steered(self) -> torch.Tensor:
+        """``[E, R]`` bool: robots present that the policy steers (not traffic)."""
+        return steered(self.scenario)
+
+    @property
+    def acting(self) -> torch.Tensor:
+        """``[E, R]`` bool: robots the policy steers that are still active (its agents)."""
+        return self.active & self.steered
+
+    @property
+    def reward_term_names(self) -> tuple[str, ...]:
+        """The reward's terms, in the order of ``StepResult.reward_terms``' last axis."""
+        return self.rules.term_names
+
+    @property
+    def end_conditions(self) -> tuple[str, ...]:
+        """The layout's end conditions, in the order of ``StepResult.failures``' last axis."""
+        return tuple(self.rules.end_conditions)
+
+    @property
     def env_done(self) -> torch.Tensor:
-        """``[E]`` bool: no active robot left (the step limit is reported by :meth:`step`)."""
-        return ~self.active.any(dim=-1)
+        """``[E]`` bool: no active robot of the policy left (the step limit is reported by
+        :meth:`step`)."""
+        return ~self.acting.any(dim=-1)
 
     # ------------------------------------------------------------------ reset and loading
     def reset(self, mask: torch.Tensor | None = None) -> Observation:
@@ -408,6 +434,7 @@ class MarineNavSimulator:
         torch.where(env3, s.init_thrust, st.thrust, out=st.thrust)
         for flag in (self.collision, self.reach_goal, self.deactivated, self.apply_colregs):
             flag.masked_fill_(env2, False)
+        self.waypoint.masked_fill_(env2, 0)
         self.episode_steps.masked_fill_(mask, 0)
         if ids is None:
             self._observe(mask=mask)
@@ -430,7 +457,7 @@ class MarineNavSimulator:
         st = self.state
         for name in VesselState.__dataclass_fields__:
             getattr(st, name).copy_(new[name])
-        for name in ("collision", "reach_goal", "deactivated", "apply_colregs"):
+        for name in ("collision", "reach_goal", "deactivated", "apply_colregs", "waypoint"):
             getattr(self, name).copy_(new[name])
         self.observation = Observation(
             self_state=new["self_state"], objects=new["objects"], objects_mask=new["objects_mask"]
@@ -464,7 +491,13 @@ class MarineNavSimulator:
         """
         s, st = self.scenario, self.state
         active = self.active
-        thrust_rate = self._thrust_rate(actions, active)
+        policy = steered(s)
+        waypoint = advance_waypoints(s, st.pos, self.waypoint)
+        thrust_rate = torch.where(
+            policy.unsqueeze(-1),
+            self._thrust_rate(actions, active),
+            traffic_thrust_rate(s, st, waypoint, s.dt * self.num_substeps),
+        )
         moved = integrate_step(st, thrust_rate, self.num_substeps, s, self._current)
         a2, a3 = active, active.unsqueeze(-1)
         state = VesselState(
@@ -489,8 +522,14 @@ class MarineNavSimulator:
             collision=self.collision | (active & seen.collision),
             reach_goal=self.reach_goal | (active & seen.reach_goal),
             timeout=step_limit_reached(self.episode_steps, self.max_episode_steps),
+            pos=state.pos,
+            theta=state.theta,
         )
-        terms = reward_terms(s, events)
+        # a layout's end condition ends a robot's episode as a collision does (sim.rules)
+        failures = self.rules.failures(s, events) & active.unsqueeze(-1)
+        if failures.shape[-1]:
+            events.collision = events.collision | failures.any(dim=-1)
+        terms = reward_terms(s, events, self.rules)
         reward = total_reward(terms)
         end = terminate(s, events)
         energy = step_energy(state.thrust, s, self.num_substeps)
@@ -500,6 +539,7 @@ class MarineNavSimulator:
             "velocity": state.velocity, "thrust": state.thrust,
             "collision": events.collision, "reach_goal": events.reach_goal,
             "deactivated": end.deactivated, "apply_colregs": events.apply_colregs,
+            "waypoint": waypoint, "failures": failures,
             "self_state": obs.self_state, "objects": obs.objects,
             "objects_mask": obs.objects_mask,
             "reward": reward, "reward_terms": terms, "done": end.done,
@@ -520,7 +560,7 @@ class MarineNavSimulator:
             "state": {name: getattr(st, name).clone() for name in VesselState.__dataclass_fields__},
             "flags": {
                 name: getattr(self, name).clone()
-                for name in ("collision", "reach_goal", "deactivated", "apply_colregs")
+                for name in ("collision", "reach_goal", "deactivated", "apply_colregs", "waypoint")
             },
             "episode_steps": self.episode_steps.clone(),
             "curriculum_step": self.curriculum_step.clone(),
@@ -533,6 +573,8 @@ class MarineNavSimulator:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a :meth:`state_dict` taken from a simulator of the same shape."""
+        # a checkpoint written before traffic existed lacks its fields: they keep their
+        # defaults (every vessel steered by the policy, no route, the layout's part 0)
         for name, value in state["scenario"].items():
             getattr(self.scenario, name).copy_(value)
         for name, value in state["templates"].items():
@@ -594,6 +636,11 @@ class MarineNavSimulator:
             state, s, active, noise, self._radius_noise, self._robot_index, self._slot_index,
             compact=compact,
         )  # fmt: skip
+        # traffic has no goal to reach and sails through contact: the policy's vessel in
+        # contact with it is the one that fails (docs/simulator.md, "Traffic")
+        policy = steered(s)
+        seen.reach_goal = seen.reach_goal & policy
+        seen.collision = seen.collision & policy
         obs = seen.observation
         apply, phi = colregs_turn(obs.objects, obs.objects_mask, obs.self_state[..., 2:4], s.radius)
         return seen, apply & active, phi

@@ -48,6 +48,13 @@ EARLY_EXIT_EVERY = 50  # evaluation steps between host checks on CUDA (early exi
 # On the CPU a "host check" costs no device synchronisation, so it happens at every step.
 # name -> (episodes per stage, seed) of the paper's 6-stage curriculum
 EVALUATION_SETS: dict[str, tuple[int, int]] = {"paper": (10, 253), "large": (100, 2026)}
+# name -> (vortex cores per episode, episodes per stage, seed): the paper's six stages with
+# currents, for the random scenarios only (docs/scenarios.md, "Currents")
+CURRENT_SETS: dict[str, tuple[int, int, int]] = {
+    "currents4": (4, 50, 2027),
+    "currents8": (8, 50, 2028),
+}
+SET_NAMES = (*EVALUATION_SETS, *CURRENT_SETS)  # every name --set takes
 PAPER_SLOTS = Slots(5, 4, 0)  # the paper's padding: 5 robots, 4 obstacles, no vortex cores
 
 
@@ -70,16 +77,25 @@ def named_scenarios(
 ) -> list[dict]:
     """The named evaluation set (:data:`EVALUATION_SETS`: episodes per stage and seed) of a
     layout (default: the random scenarios of ``schedule``, default the paper's curriculum), as
-    scenario dicts, stage by stage. Slots grow to what the layout places."""
-    if name not in EVALUATION_SETS:
-        raise ValueError(
-            f"unknown evaluation set {name!r}; choose one of {', '.join(EVALUATION_SETS)}"
-        )
+    scenario dicts, stage by stage. Slots grow to what the layout places. The sets of
+    :data:`CURRENT_SETS` are the random scenarios of ``schedule`` with vortex cores in every
+    stage (no other layout)."""
+    if name not in SET_NAMES:
+        raise ValueError(f"unknown evaluation set {name!r}; choose one of {', '.join(SET_NAMES)}")
+    if layout is not None and schedule is not None:
+        raise ValueError("give a schedule or a layout, not both")
+    if name in CURRENT_SETS:
+        if layout is not None and not isinstance(layout, RandomLayout):
+            raise ValueError(
+                f"evaluation set {name!r} is of the random scenarios, not of {layout.name!r}"
+            )
+        cores, per_stage, seed = CURRENT_SETS[name]
+        base = layout.schedule if layout is not None else schedule or DEFAULT_TRAINING_SCHEDULE
+        layout = RandomLayout(schedule=base.with_cores(cores))
+    else:
+        per_stage, seed = EVALUATION_SETS[name]
     if layout is None:
         layout = RandomLayout(schedule=schedule or DEFAULT_TRAINING_SCHEDULE)
-    elif schedule is not None:
-        raise ValueError("give a schedule or a layout, not both")
-    per_stage, seed = EVALUATION_SETS[name]
     slots = Slots(*(max(have, need) for have, need in zip(slots, layout.slots, strict=True)))
     return layout.evaluation_scenarios(per_stage, seed, slots)
 
@@ -114,6 +130,8 @@ class Evaluator:
             environment for every episode).
         episodes_per_stage: consecutive episodes of one stage (per-stage success rates), or
             None for a set without stages.
+        layout: the layout whose rules (reward terms, end conditions) apply, the one that made
+            the set; ``None``: the paper's rules.
     """
 
     def __init__(
@@ -127,13 +145,14 @@ class Evaluator:
         dtype: torch.dtype,
         seed: int = 253,
         episodes_per_stage: int | None = None,
+        layout: ScenarioLayout | None = None,
     ) -> None:
         self.seed = seed
         slots = Slots(*slots)
         self.env = MarineNavEnv.from_scenarios(
             scenarios, action_kind=action_kind, end_on_collision=True, robot_slots=slots.robots,
             obstacle_slots=slots.obstacles, core_slots=slots.cores, device=device, dtype=dtype,
-            validate=False, max_episode_steps=max_steps - 1,
+            validate=False, max_episode_steps=max_steps - 1, layout=layout,
         )  # fmt: skip
         self.gamma = gamma
         self.max_steps = max_steps
@@ -160,7 +179,9 @@ class Evaluator:
             flat_action[rows] = policy(sub).get(("agents", "action")).to(flat_action.dtype)
         return full_action.clone()
 
-    def run(self, policy: TensorDictModuleBase, compact: bool = True) -> dict[str, Any]:
+    def run(
+        self, policy: TensorDictModuleBase, compact: bool = True, tracks: bool = False
+    ) -> dict[str, Any]:
         """Evaluate ``policy`` (deterministic mode); returns host-side metrics and per-episode
         lists. Reads back once per host check (see the module docstring) and once at the end.
 
@@ -169,6 +190,10 @@ class Evaluator:
                 ``("agents", "action")``.
             compact: run the policy only on the rows still acting (see the module docstring);
                 ``False`` runs it on every slot of every environment at every step.
+            tracks: also return every vessel's track, ``metrics["tracks"]``: ``pos [T, E, R,
+                2]`` m and ``theta [T, E, R]`` rad (world frame, step 0 the start, CPU float64)
+                and ``steps [E]``, the steps each episode lasted (what encounter checks read,
+                :mod:`marinenav.encounters`).
         """
         env, sim = self.env, self.env.sim
         E, R = env.num_envs, env.num_robots
@@ -187,6 +212,10 @@ class Evaluator:
         flat_action = full_action.view(E * R, *action_spec.shape[2:])
         rows = torch.arange(E * R, device=device)
         check_every = 1 if device.type == "cpu" else EARLY_EXIT_EVERY
+        if tracks:  # every vessel's pose at every step, written on the device
+            poses = torch.zeros(self.max_steps + 1, E, R, 3, dtype=torch.float64, device=device)
+            poses[0] = torch.cat((sim.state.pos, sim.state.theta.unsqueeze(-1)), -1)
+            lasted = torch.zeros(E, dtype=torch.int64, device=device)
         with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
             for step in range(self.max_steps):
                 if step % check_every == 0 and step > 0:
@@ -208,9 +237,12 @@ class Evaluator:
                 energy += torch.where(acting, out["agents", "energy"].squeeze(-1).double(), 0.0)
                 reached |= acting & (out["agents", "info"] == InfoState.REACH_GOAL)
                 discount = discount * self.gamma
+                if tracks:
+                    poses[step + 1] = torch.cat((sim.state.pos, sim.state.theta.unsqueeze(-1)), -1)
+                    lasted += (~finished).to(torch.int64)
                 finished |= out["done"].squeeze(-1)
                 td = out
-        present = sim.scenario.robot_present
+        present = sim.steered  # the policy's robots: traffic neither earns nor counts
         count = present.sum(-1).clamp(min=1).double()
         success = (reached | ~present).all(-1)
         per_episode = torch.stack(
@@ -235,6 +267,10 @@ class Evaluator:
             "episodes": {"return": rewards, "success": [s > 0.5 for s in successes],
                          "time": times, "energy": energies},
         }  # fmt: skip
+        if tracks:
+            last = int(lasted.max())  # host: the tracks are read back once, for people
+            metrics["tracks"] = {"pos": poses[: last + 1, ..., :2].cpu(),
+                                 "theta": poses[: last + 1, ..., 2].cpu(), "steps": lasted.cpu()}
         # Wilson 95% intervals of the success rates (not under "eval/": those are logged scalars)
         metrics["ci95"] = {"success_rate": wilson_interval(len(successful), E)}
         if self.episodes_per_stage:

@@ -94,6 +94,6 @@ def build_evaluator(
     evaluator = Evaluator(
         scenarios, agent.action_kind, agent.config.gamma, cfg.evaluation.max_steps, slots,
         device, dtype_named(cfg.env.dtype), seed=seed,
-        episodes_per_stage=len(scenarios) // layout.num_stages,
+        episodes_per_stage=len(scenarios) // layout.num_stages, layout=layout,
     )  # fmt: skip
     return evaluator, scenarios

@@ -49,7 +49,6 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import transition
 from marinenav.sim import InfoState
-from marinenav.sim.rules import REWARD_TERMS
 from marinenav.training.checkpoint import (
     BEST_DIR,
     CHECKPOINT_NAME,
@@ -227,6 +226,9 @@ class Trainer:
         self.env = build_env(cfg, self.agent.action_kind, layout, self.device)
         self.learner = make_learner(self.agent, cfg, self.device)
         self.evaluator, scenarios = build_evaluator(cfg, self.agent, layout, self.device)
+        # the reward's terms (the paper's, then the layout's) and the layout's end conditions
+        self.term_names = self.env.sim.reward_term_names
+        self.end_names = self.env.sim.end_conditions
         (self.run_dir / "eval_configs.json").write_text(json.dumps(scenarios))
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
@@ -243,9 +245,9 @@ class Trainer:
         self.episode_return = torch.zeros(E, dtype=torch.float64, device=self.device)
         self.reached = torch.zeros(E, R, dtype=torch.bool, device=self.device)
         self.collided = torch.zeros(E, dtype=torch.bool, device=self.device)
-        # each reward term's sum over the episode so far [E, T] (T terms of REWARD_TERMS)
+        # each reward term's sum over the episode so far [E, T] (T terms of term_names)
         self.episode_terms = torch.zeros(
-            E, len(REWARD_TERMS), dtype=torch.float64, device=self.device
+            E, len(self.term_names), dtype=torch.float64, device=self.device
         )
         self.logger = make_logger(cfg.logger, self.run_dir, OmegaConf.to_container(cfg))
         # what a stop message tells the user to run (train.py sets the exact command line)
@@ -270,11 +272,13 @@ class Trainer:
         """The device accumulators read back at each log (float64, since the last log):
         finished episodes, successes, the sum of their per-robot returns, robot transitions,
         the reward summed over robots and steps, and each reward term's per-robot sum over the
-        finished episodes (``reward_terms [T]``, ``REWARD_TERMS``' order)."""
+        finished episodes (``reward_terms [T]``, ``term_names``' order) and the robots ended by
+        each of the layout's end conditions (``failures [K]``, ``end_names``' order)."""
         zero = lambda *shape: torch.zeros(shape, dtype=torch.float64, device=self.device)  # noqa: E731
         return TensorDict(
             {"episodes": zero(), "successes": zero(), "return_sum": zero(),
-             "transitions": zero(), "reward_sum": zero(), "reward_terms": zero(len(REWARD_TERMS))},
+             "transitions": zero(), "reward_sum": zero(),
+             "reward_terms": zero(len(self.term_names)), "failures": zero(len(self.end_names))},
             batch_size=[], device=self.device,
         )  # fmt: skip
 
@@ -422,7 +426,8 @@ class Trainer:
         self.episode_terms += step_output.get(("agents", "reward_terms")).sum(1).double()
         self.reached |= info == InfoState.REACH_GOAL
         self.collided |= (info == InfoState.COLLISION).any(-1)
-        empty = info == InfoState.EMPTY_SLOT
+        # padding and traffic are not the policy's robots: they neither arrive nor count
+        empty = (info == InfoState.EMPTY_SLOT) | (info == InfoState.TRAFFIC)
         success = done & ~self.collided & (self.reached | empty).all(-1)
         robots = (~empty).sum(-1).clamp(min=1).double()
         m = self.metrics
@@ -431,6 +436,9 @@ class Trainer:
         m.get("return_sum").add_(torch.where(done, self.episode_return / robots, 0.0).sum())
         m.get("transitions").add_(step_input.get(("agents", "active")).sum())
         m.get("reward_sum").add_(reward.sum())
+        if self.end_names:
+            failures = step_output.get(("agents", "failures"))
+            m.get("failures").add_(failures.sum(dim=(0, 1)))
         per_robot = self.episode_terms / robots.unsqueeze(-1)
         m.get("reward_terms").add_(torch.where(done.unsqueeze(-1), per_robot, 0.0).sum(0))
         self.episode_return.masked_fill_(done, 0.0)
@@ -444,7 +452,8 @@ class Trainer:
         values, names = [], []
         for key, value in self.metrics.items():
             values.append(value.reshape(-1))
-            names += [key] if value.dim() == 0 else [f"{key}.{term}" for term in REWARD_TERMS]
+            labels = self.term_names if key == "reward_terms" else self.end_names
+            names += [key] if value.dim() == 0 else [f"{key}.{label}" for label in labels]
         kept = len(names)
         if self.loss_sums is not None:
             for key, value in self.loss_sums.items():
@@ -462,7 +471,9 @@ class Trainer:
             "train/episode_return": raw["return_sum"] / episodes if episodes else float("nan"),
             # the return's terms (they add up to it): which term drives behaviour
             **{f"train/reward_{name}": raw[f"reward_terms.{name}"] / episodes if episodes
-               else float("nan") for name in REWARD_TERMS},
+               else float("nan") for name in self.term_names},
+            # robots ended by each of the layout's end conditions (failures, as collisions)
+            **{f"train/ended_{name}": raw[f"failures.{name}"] for name in self.end_names},
             "train/transitions": raw["transitions"],
             "train/timesteps_per_second": timesteps_per_second,
             "train/updates": float(self.updates),

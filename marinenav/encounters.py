@@ -1,0 +1,292 @@
+"""Encounters between an own ship and target ships, and the COLREGs checks of an episode
+(docs/scenarios.md, "COLREGs checks").
+
+An encounter is classified once, from the geometry at the episode's start; the checks read the
+tracks the ships sailed. Angles are in degrees, clockwise (to starboard) from the ship's bow or
+from North (the world frame's x axis; y is East); positions in metres.
+
+Encounters (the target as seen from the own ship at the start):
+
+* ``overtaking`` (rule 13): the own ship comes up on the target from more than 22.5 degrees abaft
+  its beam (the own ship's bearing from the target's bow between 112.5 and 247.5) and is faster;
+* ``overtaken``: the same with the roles swapped (the own ship stands on);
+* ``head-on`` (rule 14): the target within :data:`HEAD_ON_BEARING` of dead ahead on a course
+  within :data:`HEAD_ON_COURSE` of the reciprocal;
+* ``crossing, give way`` (rule 15): the target on the own ship's starboard side (bearing in
+  (0, 112.5]), not head-on;
+* ``crossing, stand on`` (rule 17): the target on the port side (bearing in [247.5, 360)).
+
+Checks (one line each, as docs/scenarios.md states them):
+
+* **turned to starboard** (rules 14, 15): the first time before the closest approach that the own
+  ship's heading differs from its initial heading by more than :data:`TURN_THRESHOLD`, the
+  difference is to starboard;
+* **passed port to port** (rule 14): at the closest approach the target bears on the own ship's
+  port side (bearing in (180, 360));
+* **passed astern** (rule 15): at the closest approach the own ship is abaft the target's beam
+  (its bearing from the target's bow in (90, 270));
+* **kept clear** (rule 13): the own ship never came within the two hulls' contact distance plus
+  :data:`CLEAR_MARGIN` of the target.
+
+A head-on encounter passes when the own ship turned to starboard and passed port to port, a
+give-way crossing when it turned to starboard and passed astern, an overtaking when it kept
+clear; a stand-on encounter has no check here (rule 17's duties are not checked), nor has a
+target that never came within :data:`ENCOUNTER_RANGE` of the own ship (it was never met: the
+own ship kept out of its way before it could even perceive it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+HEAD_ON_BEARING = 10.0  # deg either side of dead ahead
+HEAD_ON_COURSE = 10.0  # deg either side of the reciprocal course
+ABAFT_BEAM = 112.5  # deg: more than 22.5 degrees abaft the beam
+TURN_THRESHOLD = 10.0  # deg: a course alteration, not a wobble
+CLEAR_MARGIN = 1.0  # m beyond contact (the COLREGs penalty's passing margin, sim/colregs.py)
+ENCOUNTER_RANGE = 20.0  # m, the vessels' perception range: a target never this close was not met
+
+HEAD_ON, GIVE_WAY, STAND_ON, OVERTAKING, OVERTAKEN = (
+    "head-on", "crossing, give way", "crossing, stand on", "overtaking", "overtaken",
+)  # fmt: skip
+RULES = {HEAD_ON: "14", GIVE_WAY: "15", STAND_ON: "17", OVERTAKING: "13", OVERTAKEN: "13"}
+
+
+def _wrap360(angle: torch.Tensor) -> torch.Tensor:
+    return torch.remainder(angle, 360.0)
+
+
+def _wrap180(angle: torch.Tensor) -> torch.Tensor:
+    return torch.remainder(angle + 180.0, 360.0) - 180.0
+
+
+def bearing(frm: torch.Tensor, heading: torch.Tensor, to: torch.Tensor) -> torch.Tensor:
+    """Relative bearing (deg in [0, 360), clockwise from the bow) of point ``to [..., 2]`` from a
+    ship at ``frm [..., 2]`` heading ``heading [...]`` (rad, clockwise from North)."""
+    d = to - frm
+    absolute = torch.rad2deg(torch.atan2(d[..., 1], d[..., 0]))
+    return _wrap360(absolute - torch.rad2deg(heading))
+
+
+def classify(
+    own_pos: torch.Tensor,
+    own_heading: torch.Tensor,
+    own_speed: torch.Tensor,
+    target_pos: torch.Tensor,
+    target_heading: torch.Tensor,
+    target_speed: torch.Tensor,
+) -> str:
+    """The encounter (module docstring) of one target with the own ship: positions ``[2]`` m,
+    headings ``[]`` rad, speeds ``[]`` m/s."""
+    beta = float(bearing(own_pos, own_heading, target_pos))  # target seen from the own ship
+    alpha = float(bearing(target_pos, target_heading, own_pos))  # own ship seen from the target
+    course = float(_wrap180(torch.rad2deg(target_heading - own_heading)))
+    if ABAFT_BEAM < alpha < 360.0 - ABAFT_BEAM and float(own_speed) > float(target_speed):
+        return OVERTAKING
+    if ABAFT_BEAM < beta < 360.0 - ABAFT_BEAM and float(target_speed) > float(own_speed):
+        return OVERTAKEN
+    ahead = min(beta, 360.0 - beta) <= HEAD_ON_BEARING
+    if ahead and abs(course) >= 180.0 - HEAD_ON_COURSE:
+        return HEAD_ON
+    return GIVE_WAY if beta < 180.0 else STAND_ON
+
+
+@dataclass
+class TargetCheck:
+    """One target of an episode: its encounter, closest approach and the rule's checks (``None``
+    where a check does not apply)."""
+
+    encounter: str
+    closest: float  # m, the least distance between the two ships' centres
+    closest_step: int  # the step of the closest approach
+    met: bool  # the target came within ENCOUNTER_RANGE
+    turned_starboard: bool | None
+    port_to_port: bool | None
+    astern: bool | None
+    kept_clear: bool | None
+
+    @property
+    def passed(self) -> bool | None:
+        """Whether the encounter's rule was kept; ``None`` for a stand-on encounter or a target
+        never met."""
+        if not self.met:
+            return None
+        if self.encounter == HEAD_ON:
+            return bool(self.turned_starboard and self.port_to_port)
+        if self.encounter == GIVE_WAY:
+            return bool(self.turned_starboard and self.astern)
+        if self.encounter == OVERTAKING:
+            return bool(self.kept_clear)
+        return None
+
+
+def check_target(
+    own_pos: torch.Tensor,
+    own_heading: torch.Tensor,
+    target_pos: torch.Tensor,
+    target_heading: torch.Tensor,
+    contact: float,
+    encounter: str,
+) -> TargetCheck:
+    """The checks of one target along tracks of ``T`` steps: positions ``[T, 2]`` m and
+    headings ``[T]`` rad of both ships (step 0 the start), ``contact`` the distance at which the
+    hulls touch (m), ``encounter`` from :func:`classify`."""
+    distance = torch.linalg.vector_norm(target_pos - own_pos, dim=-1)  # [T]
+    k = int(distance.argmin())
+    turn = _wrap180(torch.rad2deg(own_heading[: k + 1] - own_heading[0]))  # [k + 1]
+    altered = (turn.abs() > TURN_THRESHOLD).nonzero()
+    turned = bool(turn[altered[0, 0]] > 0) if len(altered) else False
+    beta = float(bearing(own_pos[k], own_heading[k], target_pos[k]))
+    alpha = float(bearing(target_pos[k], target_heading[k], own_pos[k]))
+    rule_14_15 = encounter in (HEAD_ON, GIVE_WAY)
+    return TargetCheck(
+        encounter=encounter,
+        closest=float(distance[k]),
+        closest_step=k,
+        met=float(distance[k]) <= ENCOUNTER_RANGE,
+        turned_starboard=turned if rule_14_15 else None,
+        port_to_port=(180.0 < beta < 360.0) if encounter == HEAD_ON else None,
+        astern=(90.0 < alpha < 270.0) if encounter == GIVE_WAY else None,
+        kept_clear=(
+            float(distance.min()) >= contact + CLEAR_MARGIN if encounter == OVERTAKING else None
+        ),
+    )
+
+
+def check_episode(
+    pos: torch.Tensor,
+    heading: torch.Tensor,
+    speed: torch.Tensor,
+    radius: torch.Tensor,
+    own: int = 0,
+    targets: list[int] | None = None,
+) -> list[TargetCheck]:
+    """Classify and check every target of one episode's tracks.
+
+    Args:
+        pos: ``[T, R, 2]`` m, world frame, every ship at every step (step 0 the start).
+        heading: ``[T, R]`` rad, clockwise from North.
+        speed: ``[R]`` m/s at the start (classification).
+        radius: ``[R]`` m, collision radii (contact at their sum).
+        own: the own ship's slot.
+        targets: the targets' slots (default every other slot).
+    """
+    slots = range(pos.shape[1]) if targets is None else targets
+    out = []
+    for t in slots:
+        if t == own:
+            continue
+        encounter = classify(
+            pos[0, own], heading[0, own], speed[own], pos[0, t], heading[0, t], speed[t]
+        )
+        out.append(
+            check_target(
+                pos[:, own], heading[:, own], pos[:, t], heading[:, t],
+                float(radius[own] + radius[t]), encounter,
+            )  # fmt: skip
+        )
+    return out
+
+
+def own_and_targets(scenario: dict) -> tuple[int, list[int]] | None:
+    """``(own ship's slot, traffic slots)`` of a scenario dict with exactly one vessel the
+    policy steers and some traffic (``robots.role``), else ``None``: an encounter set."""
+    roles = scenario["robots"].get("role")
+    if not roles:
+        return None
+    own = [k for k, role in enumerate(roles) if role == "policy"]
+    targets = [k for k, role in enumerate(roles) if role != "policy"]
+    return (own[0], targets) if len(own) == 1 and targets else None
+
+
+def episode_encounters(
+    scenario: dict, pos: torch.Tensor, theta: torch.Tensor, steps: int
+) -> list[TargetCheck]:
+    """The checks of every target of one episode of an encounter set (:func:`own_and_targets`)
+    from its tracks: ``pos [T, R, 2]`` m and ``theta [T, R]`` rad (step 0 the start), of which
+    the first ``steps + 1`` rows are the episode (the rest came after it ended)."""
+    own, targets = own_and_targets(scenario)
+    robots = scenario["robots"]
+    velocity = torch.tensor(robots["init_velocity_r"], dtype=torch.float64)[:, :2]
+    speed = torch.linalg.vector_norm(velocity, dim=-1)
+    radius = torch.tensor(robots["r"], dtype=torch.float64)
+    count = len(robots["r"])
+    return check_episode(
+        pos[: steps + 1, :count], theta[: steps + 1, :count], speed, radius, own, targets
+    )
+
+
+def colregs_kept(checks: list[TargetCheck], success: bool) -> bool:
+    """An episode keeps the COLREGs when it succeeded and every checked encounter passed (an
+    episode with stand-on encounters only: when it succeeded)."""
+    return success and all(c.passed is not False for c in checks)
+
+
+def encounter_records(
+    scenarios: list[dict], tracks: dict[str, torch.Tensor], successes: list[bool]
+) -> list[dict | None]:
+    """Per episode of an evaluation with tracks (``Evaluator.run(..., tracks=True)``): for an
+    encounter episode its targets' checks and whether it kept the COLREGs, as plain data;
+    ``None`` for the other episodes."""
+    out: list[dict | None] = []
+    for e, scenario in enumerate(scenarios):
+        if own_and_targets(scenario) is None:
+            out.append(None)
+            continue
+        checks = episode_encounters(
+            scenario, tracks["pos"][:, e], tracks["theta"][:, e], int(tracks["steps"][e])
+        )
+        out.append({
+            "targets": [{**vars(c), "rule": RULES[c.encounter], "passed": c.passed}
+                        for c in checks],
+            "colregs_kept": colregs_kept(checks, successes[e]),
+        })  # fmt: skip
+    return out
+
+
+def format_encounters(records: list[dict | None], successes: list[bool], labels: list[str]) -> str:
+    """A Markdown table, one row per encounter episode: its label, success, each target's
+    encounter, rule, closest approach (m) and check, and whether it kept the COLREGs."""
+
+    def mark(value: bool | None) -> str:
+        return "n/a" if value is None else ("yes" if value else "no")
+
+    rows = ["| case | success | targets: encounter (rule), closest (m), rule kept | COLREGs kept |",
+            "| --- | --- | --- | --- |"]  # fmt: skip
+    for record, success, label in zip(records, successes, labels, strict=True):
+        if record is None:
+            continue
+        targets = "; ".join(
+            f"{t['encounter']} ({t['rule']}), {t['closest']:.1f}, {mark(t['passed'])}"
+            for t in record["targets"]
+        )
+        rows.append(f"| {label} | {mark(success)} | {targets} | {mark(record['colregs_kept'])} |")
+    return "\n".join(rows)
+
+
+__all__ = [
+    "ABAFT_BEAM",
+    "CLEAR_MARGIN",
+    "ENCOUNTER_RANGE",
+    "GIVE_WAY",
+    "HEAD_ON",
+    "HEAD_ON_BEARING",
+    "HEAD_ON_COURSE",
+    "OVERTAKEN",
+    "OVERTAKING",
+    "RULES",
+    "STAND_ON",
+    "TURN_THRESHOLD",
+    "TargetCheck",
+    "bearing",
+    "check_episode",
+    "check_target",
+    "classify",
+    "colregs_kept",
+    "encounter_records",
+    "episode_encounters",
+    "format_encounters",
+    "own_and_targets",
+]

@@ -1,0 +1,140 @@
+"""``scenario=mix``: episodes drawn from several layouts at once, one navigator for many waters
+(docs/scenarios.md, "Mixed waters").
+
+Each restarting environment draws a *part* with probability proportional to its weight and
+starts a scenario of that part's layout (any registered layout but ``mix`` and ``files``, with
+its own options). Every part generates for every restarting environment and the draw picks one
+per environment (a handful of parts: a loop over parts, never over environments), so the
+random stream, and with it a seeded run, does not depend on the mix of the moment. An episode
+remembers its part (``Scenario.layout_part``), and a part's own rules (reward terms, end
+conditions) apply to its episodes only. The curriculum clock reaches every part, so a
+``random`` part keeps its stages.
+
+The evaluation set is each part's own, in order (a part's ``layout_part`` on each episode):
+``episodes_per_stage`` episodes per stage of every part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from marinenav.scenarios.base import ScenarioLayout, make_layout, register_layout
+from marinenav.sim.rules import LayoutRules
+from marinenav.sim.scenario import Scenario, Slots
+
+NOT_MIXABLE = ("mix", "files")  # a part cannot be a mix, nor episodes read from files
+
+
+@dataclass
+class MixConfig:
+    # part name -> {"layout": a layout's name, "weight": > 0, "options": that layout's options}
+    parts: dict[str, Any] = field(default_factory=dict)
+
+
+def _gated(rule, part: int):
+    """``rule`` applied to the episodes of ``part`` only (0 / false elsewhere)."""
+
+    def gated(scenario: Scenario, events) -> Tensor:
+        value = rule(scenario, events)
+        mine = (scenario.layout_part == part).unsqueeze(-1)
+        return torch.where(mine, value, torch.zeros_like(value))
+
+    return gated
+
+
+@register_layout
+class MixLayout(ScenarioLayout):
+    """A weighted mixture of layouts (module docstring); options checked in one line each."""
+
+    name = "mix"
+    Config = MixConfig
+
+    def __init__(self, config: MixConfig | None = None) -> None:
+        c = config or MixConfig()
+        if not c.parts:
+            raise ValueError("scenario.parts is empty: give at least one part")
+        self.part_names: list[str] = []
+        self.layouts: list[ScenarioLayout] = []
+        weights = []
+        for name, part in c.parts.items():
+            where = f"scenario.parts.{name}"
+            if not isinstance(part, dict) or "layout" not in part:
+                raise ValueError(f"{where} needs a 'layout' (and a 'weight')")
+            unknown = sorted(set(part) - {"layout", "weight", "options"})
+            if unknown:
+                raise ValueError(
+                    f"{where} has no key {unknown[0]!r}; its keys: layout, weight, options"
+                )
+            if part["layout"] in NOT_MIXABLE:
+                raise ValueError(f"{where}.layout cannot be {part['layout']!r}")
+            weight = part.get("weight", 1.0)
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
+                raise ValueError(f"{where}.weight must be a positive number, got {weight!r}")
+            try:
+                layout = make_layout(part["layout"], part.get("options") or {})
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"{where}: {error}") from None
+            self.part_names.append(name)
+            self.layouts.append(layout)
+            weights.append(float(weight))
+        self.config = c
+        total = sum(weights)
+        self.weights = [w / total for w in weights]
+        # cumulative probabilities of the parts, one table per device
+        self._cumulative = torch.tensor(self.weights, dtype=torch.float64).cumsum(0)
+
+    @property
+    def slots(self) -> Slots:
+        counts = zip(*(layout.slots for layout in self.layouts), strict=True)
+        return Slots(*(max(count) for count in counts))
+
+    @property
+    def rules(self) -> LayoutRules:
+        terms, ends = {}, {}
+        for k, (name, layout) in enumerate(zip(self.part_names, self.layouts, strict=True)):
+            for term, rule in layout.rules.reward_terms.items():
+                terms[f"{name}.{term}"] = _gated(rule, k)
+            for end, rule in layout.rules.end_conditions.items():
+                ends[f"{name}.{end}"] = _gated(rule, k)
+        return LayoutRules(reward_terms=terms, end_conditions=ends)
+
+    def radius_noise_kappas(self, base: Scenario) -> Tensor:
+        return torch.cat([layout.radius_noise_kappas(base).reshape(-1) for layout in self.layouts])
+
+    def generate(self, base: Scenario, step: Tensor, generator: torch.Generator) -> Scenario:
+        n, device = base.num_envs, base.start.device
+        draw = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
+        cumulative = self._cumulative.to(device)
+        pick = torch.searchsorted(cumulative, draw, right=True).clamp(max=len(self.layouts) - 1)
+        out = None
+        for k, layout in enumerate(self.layouts):
+            made = layout.generate(base, step, generator)
+            made.layout_part.fill_(k)
+            out = made if out is None else made.select(pick == k, out)
+        return out
+
+    def evaluation_scenarios(
+        self, episodes_per_stage: int, seed: int, slots: Slots | tuple[int, int, int]
+    ) -> list[dict]:
+        """Every part's own evaluation set, in the order of the parts, each episode marked
+        with its part (``env.layout_part``)."""
+        out = []
+        for k, layout in enumerate(self.layouts):
+            for scenario in layout.evaluation_scenarios(episodes_per_stage, seed, slots):
+                scenario["env"]["layout_part"] = k
+                out.append(scenario)
+        return out
+
+    def episode_labels(self, scenarios: list[dict]) -> list[str]:
+        """``<part> <k>``: each episode's part and its index in the set."""
+        return [
+            f"{self.part_names[int(s['env'].get('layout_part', 0))]} {k}"
+            for k, s in enumerate(scenarios)
+        ]
+
+
+__all__ = ["MixConfig", "MixLayout"]

@@ -1,0 +1,182 @@
+"""The Imazu encounter set (docs/scenarios.md, "The Imazu problem") and the COLREGs checks of
+marinenav.encounters on hand-built tracks."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from marinenav.encounters import (
+    GIVE_WAY,
+    HEAD_ON,
+    OVERTAKEN,
+    OVERTAKING,
+    STAND_ON,
+    check_target,
+    classify,
+    episode_encounters,
+)
+from marinenav.scenarios import make_layout
+from marinenav.scenarios.imazu import IMAZU_CASES
+from marinenav.sim import MarineNavSimulator
+from marinenav.sim.constants import InfoState
+
+F64 = torch.float64
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[dict]:
+    return make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+
+
+def test_the_table_has_the_22_cases_with_their_target_counts(cases) -> None:
+    counts = [len(IMAZU_CASES[k]) for k in range(1, 23)]
+    assert counts == [1] * 4 + [2] * 8 + [3] * 10
+    assert [s["env"]["num_robots"] - 1 for s in cases] == counts
+    assert all(s["robots"]["role"][0] == "policy" for s in cases)
+    assert all(set(s["robots"]["role"][1:]) == {"hold"} for s in cases)
+
+
+def test_every_case_is_a_collision_course_with_every_target_at_once(cases) -> None:
+    """Holding course and speed, every ship reaches the map's centre after distance / speed
+    (45 m at 1.5 m/s: 30 s); the overtaken target starts 0.7 as fast and so 13.5 m ahead."""
+    for k, s in enumerate(cases, start=1):
+        robots = s["robots"]
+        centre = torch.tensor([s["env"]["width"] / 2, s["env"]["height"] / 2], dtype=F64)
+        start = torch.tensor(robots["start"], dtype=F64)
+        velocity = torch.tensor(robots["init_velocity_r"], dtype=F64)[:, :2]
+        torch.testing.assert_close(start + 30.0 * velocity, centre.expand_as(start))
+        slow = [i + 1 for i, t in enumerate(IMAZU_CASES[k]) if len(t) > 1]
+        for i in slow:
+            assert float(torch.dist(start[i], start[0])) == pytest.approx(13.5), k
+        headings = [math.degrees(h) for h in robots["init_theta"][1:]]
+        table = [t[0] % 360.0 for t in IMAZU_CASES[k]]
+        assert headings == pytest.approx(table), k
+
+
+def test_holding_course_the_own_ship_collides_in_every_case(cases) -> None:
+    layout = make_layout("imazu")
+    sim = MarineNavSimulator.from_scenarios(cases, "continuous", dtype=F64, layout=layout)
+    collided = torch.zeros(22, dtype=torch.bool)
+    for _ in range(70):
+        collided |= sim.step(torch.zeros(22, 4, 2, dtype=F64)).info[:, 0] == InfoState.COLLISION
+    assert bool(collided.all())
+
+
+@pytest.mark.parametrize(
+    ("case", "encounters"),
+    [(1, [HEAD_ON]), (2, [GIVE_WAY]), (3, [OVERTAKING]), (4, [STAND_ON]),
+     (11, [STAND_ON, GIVE_WAY]), (13, [HEAD_ON, STAND_ON, STAND_ON])],
+)  # fmt: skip
+def test_the_cases_encounters_are_classified_from_the_start(cases, case, encounters) -> None:
+    s = cases[case - 1]
+    robots = s["robots"]
+    pos = torch.tensor(robots["start"], dtype=F64)
+    heading = torch.tensor(robots["init_theta"], dtype=F64)
+    velocity = torch.tensor(robots["init_velocity_r"], dtype=F64)[:, :2]
+    speed = torch.linalg.vector_norm(velocity, dim=-1)
+    got = [classify(pos[0], heading[0], speed[0], pos[t], heading[t], speed[t])
+           for t in range(1, len(pos))]  # fmt: skip
+    assert got == encounters
+
+
+def test_a_faster_target_from_astern_overtakes_the_own_ship() -> None:
+    zero = torch.tensor(0.0, dtype=F64)
+    own, target = torch.tensor([20.0, 0.0], dtype=F64), torch.tensor([5.0, 1.0], dtype=F64)
+    assert classify(own, zero, torch.tensor(1.0), target, zero, torch.tensor(2.0)) == OVERTAKEN
+
+
+def _track(points: list[tuple[float, float]], steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions ``[steps, 2]`` along straight legs through ``points`` (equal time per leg) and
+    the headings (rad, clockwise from North) of each leg."""
+    legs = len(points) - 1
+    per_leg = (steps - 1) // legs
+    pos, heading = [], []
+    for k in range(legs):
+        a, b = torch.tensor(points[k], dtype=F64), torch.tensor(points[k + 1], dtype=F64)
+        d = b - a
+        h = math.atan2(float(d[1]), float(d[0])) % (2 * math.pi)
+        for i in range(per_leg):
+            pos.append(a + d * i / per_leg)
+            heading.append(h)
+    pos.append(torch.tensor(points[-1], dtype=F64))
+    heading.append(heading[-1])
+    return torch.stack(pos), torch.tensor(heading, dtype=F64)
+
+
+# the own ship heads North (+x) from (0, 0); a head-on target comes South along y = 0
+_TARGET_SOUTH = _track([(60.0, 0.0), (0.0, 0.0)], 61)
+_TARGET_WEST = _track([(30.0, 30.0), (30.0, -30.0)], 61)  # crossing from starboard
+
+
+def test_head_on_turning_to_starboard_and_passing_port_to_port_keeps_rule_14() -> None:
+    own = _track([(0.0, 0.0), (12.0, 0.0), (25.0, 10.0), (60.0, 10.0)], 61)
+    check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
+    assert check.turned_starboard and check.port_to_port and check.passed
+    assert 5.6 < check.closest < 10.0
+
+
+def test_head_on_turning_to_port_breaks_rule_14() -> None:
+    own = _track([(0.0, 0.0), (15.0, 0.0), (30.0, -8.0), (60.0, -8.0)], 61)
+    check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
+    assert check.turned_starboard is False and check.port_to_port is False
+    assert check.passed is False
+
+
+def test_giving_way_by_passing_astern_keeps_rule_15_and_crossing_ahead_breaks_it() -> None:
+    astern = _track([(0.0, 0.0), (15.0, 0.0), (22.0, 12.0), (45.0, 20.0)], 61)
+    check = check_target(*astern, *_TARGET_WEST, contact=5.6, encounter=GIVE_WAY)
+    assert check.turned_starboard and check.astern and check.passed
+    ahead = _track([(0.0, 0.0), (60.0, 0.0)], 31)  # fast and straight: ahead of the target
+    check = check_target(*ahead, *_track([(30.0, 30.0), (30.0, -30.0)], 31), contact=5.6,
+                         encounter=GIVE_WAY)  # fmt: skip
+    assert check.turned_starboard is False and check.passed is False
+
+
+def test_overtaking_must_keep_clear_of_contact_plus_the_margin() -> None:
+    target = _track([(10.0, 0.0), (40.0, 0.0)], 61)
+    close = _track([(0.0, 3.0), (60.0, 3.0)], 61)  # passes 3 m abeam: inside 5.6 + 1
+    wide = _track([(0.0, 8.0), (60.0, 8.0)], 61)
+    assert check_target(*close, *target, contact=5.6, encounter=OVERTAKING).passed is False
+    assert check_target(*wide, *target, contact=5.6, encounter=OVERTAKING).passed is True
+
+
+def test_a_target_never_within_perception_range_is_not_checked() -> None:
+    own = _track([(0.0, 0.0), (10.0, -30.0), (60.0, -30.0)], 61)  # a wide berth to port
+    check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
+    assert check.closest > 20.0 and not check.met and check.passed is None
+
+
+def test_episode_encounters_read_the_scenario_and_its_tracks(cases) -> None:
+    s = cases[0]  # case 1: one head-on target
+    own = _track([(2.5, 47.5), (30.0, 47.5), (45.0, 55.0), (70.0, 55.0)], 61)
+    target = _track([(92.5, 47.5), (2.5, 47.5)], 61)
+    pos = torch.stack((own[0], target[0]), dim=1)
+    theta = torch.stack((own[1], target[1]), dim=1)
+    (check,) = episode_encounters(s, pos, theta, steps=60)
+    assert check.encounter == HEAD_ON and check.passed
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"distance": 30.0}, "scenario.distance must be in [33, 60] m"),
+     ({"cases": [0]}, "Imazu case must be in 1..22"),
+     ({"cases": []}, "scenario.cases is empty"),
+     ({"speed": 5.0}, "scenario.speed must be in [0.5, 3] m/s")],
+)  # fmt: skip
+def test_bad_imazu_options_are_refused(options, message) -> None:
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        make_layout("imazu", options)
+
+
+def test_training_draws_cases_and_turns_courses_within_the_jitter() -> None:
+    layout = make_layout("imazu", {"cases": [1, 2], "course_jitter": 10.0})
+    sim = MarineNavSimulator(64, "continuous", layout=layout, dtype=F64, seed=3)
+    roles = sim.scenario.robot_role
+    assert roles[:, 0].eq(0).all() and sim.scenario.robot_present[:, 2:].sum() == 0
+    heading = sim.scenario.init_theta[:, 1]
+    head_on = (heading - math.pi).abs() <= math.radians(10.0) + 1e-9
+    crossing = (heading - 1.5 * math.pi).abs() <= math.radians(10.0) + 1e-9
+    assert bool((head_on | crossing).all()) and bool(head_on.any()) and bool(crossing.any())

@@ -1,0 +1,157 @@
+"""A layout owns its rules (docs/extending.md, "Give a layout rules of its own"): reward terms
+and end conditions in the layout's file, reported per term in the env and the logs; the
+harbour's close-quarters term and channel bounds as the worked example; a mixed layout applies
+each part's rules to its own episodes only."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from marinenav.envs import MarineNavEnv
+from marinenav.scenarios import make_layout
+from marinenav.sim import MarineNavSimulator
+from marinenav.sim.constants import InfoState
+from marinenav.sim.scenario import default_scenario
+from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
+from marinenav.training.trainer import Trainer
+from tests.run_utils import tiny_config
+
+F64 = torch.float64
+RULES = {"close_quarters": 0.2, "stay_in_channel": True}
+
+
+def _harbour_pair(first: list[float], second: list[float], heading: float = 0.0):
+    """The harbour layout's rules on a hand-built scenario: two vessels, no boats."""
+    s = default_scenario(1, 5, 6, 0, dtype=F64)
+    s.robot_present[0, :2] = True
+    s.start[0, 0] = torch.tensor(first, dtype=F64)
+    s.start[0, 1] = torch.tensor(second, dtype=F64)
+    s.goal[0, :2] = torch.tensor([50.0, 27.5], dtype=F64)
+    s.init_theta[0, :2] = heading
+    layout = make_layout("harbour", RULES)
+    sim = MarineNavSimulator(1, "continuous", 5, 6, 0, layout=layout, dtype=F64)
+    sim.load_scenarios(s)
+    return sim
+
+
+def test_the_harbours_rules_name_their_terms_after_the_papers() -> None:
+    sim = _harbour_pair([10.0, 27.5], [10.0, 34.0])
+    assert sim.reward_term_names == ("progress", "colregs", "terminal", "close_quarters")
+    assert sim.end_conditions == ("aground",)
+    assert make_layout("harbour").rules.term_names == ("progress", "colregs", "terminal")
+
+
+def test_close_quarters_costs_weight_per_metre_inside_three_metres_of_clear_water() -> None:
+    """Two hulls of radius 2.795 m, 6.5 m apart across the channel: 0.91 m of clear water,
+    2.09 m inside the 3 m, so each pays 0.2 * 2.09 on the first step (they barely move)."""
+    sim = _harbour_pair([10.0, 27.5], [10.0, 34.0])
+    r = sim.step(torch.zeros(1, 5, 2, dtype=F64))
+    apart = float(torch.dist(sim.state.pos[0, 0], sim.state.pos[0, 1]))
+    gap = apart - 2 * float(sim.scenario.radius[0, 0])
+    expected = -0.2 * (3.0 - gap)
+    torch.testing.assert_close(r.reward_terms[0, :2, 3], torch.full((2,), expected, dtype=F64))
+    torch.testing.assert_close(r.reward[0, :2], r.reward_terms[0, :2].sum(-1))
+    far = _harbour_pair([10.0, 27.5], [10.0, 40.0])
+    assert float(far.step(torch.zeros(1, 5, 2, dtype=F64)).reward_terms[0, 0, 3]) == 0.0
+
+
+def test_a_hull_past_the_row_of_boats_runs_aground_as_a_collision() -> None:
+    """A vessel heading across the +y row (12 m off the centre line) at full thrust ends its
+    episode with the collision outcome and penalty; the env reports which end condition."""
+    layout = make_layout("harbour", RULES)
+    s = default_scenario(1, 5, 6, 0, dtype=F64)
+    s.robot_present[0, :2] = True
+    s.start[0, 0] = torch.tensor([10.0, 35.0], dtype=F64)  # 7.5 m off the centre line
+    s.start[0, 1] = torch.tensor([40.0, 20.0], dtype=F64)
+    s.goal[0, :2] = torch.tensor([[10.0, 53.0], [5.0, 20.0]], dtype=F64)
+    s.init_theta[0, 0] = math.pi / 2  # East: toward the +y bank
+    env = MarineNavEnv.from_scenarios(scenarios_to_dicts(s), action_kind="continuous", dtype=F64,
+                                      layout=layout, robot_slots=5, obstacle_slots=6)  # fmt: skip
+    td = env.reset()
+    td["agents", "action"] = torch.ones(1, 5, 2, dtype=F64)
+    for _ in range(40):
+        out = env.step(td)["next"]
+        if bool(out["agents", "failures"][0, 0, 0]):
+            break
+        td = out.set(("agents", "action"), td["agents", "action"])
+    assert bool(out["agents", "failures"][0, 0, 0])
+    assert int(out["agents", "info"][0, 0]) == InfoState.COLLISION
+    assert float(out["agents", "reward_terms"][0, 0, 2]) == -5.0
+    offset = abs(float(env.sim.state.pos[0, 0, 1]) - 27.5)
+    assert offset + float(env.sim.scenario.radius[0, 0]) > 12.0
+
+
+def _column(path: Path) -> list[float]:
+    with open(path) as f:
+        return [float(row[1]) for row in csv.reader(f)]
+
+
+def test_the_trainer_logs_the_layouts_terms_and_end_conditions(tmp_path: Path) -> None:
+    """train/reward_close_quarters is logged beside the paper's terms and the terms still add
+    up to the return; train/ended_aground counts the robots the channel bounds ended."""
+    trainer = Trainer(tiny_config(
+        "agent=dqn", "scenario=harbour", "scenario.close_quarters=0.2",
+        "scenario.stay_in_channel=true", "training.total_timesteps=800", "evaluation.max_steps=4",
+    ), tmp_path)  # fmt: skip
+    trainer.train()
+    logs = tmp_path / "logs" / "scalars" / "train"
+    names = ("progress", "colregs", "terminal", "close_quarters")
+    terms = [_column(logs / f"reward_{name}.csv") for name in names]
+    returns = _column(logs / "episode_return.csv")
+    finished = [k for k, value in enumerate(returns) if not math.isnan(value)]
+    assert finished, "no episode ended in the tiny run"
+    for k in finished:
+        assert sum(term[k] for term in terms) == pytest.approx(returns[k], rel=1e-6, abs=1e-6)
+    assert any(value < 0 for value in terms[3])  # vessels met at close quarters
+    assert (logs / "ended_aground.csv").is_file()
+
+
+MIX = {"parts": {
+    "open": {"layout": "random", "weight": 1.0,
+             "options": {"timesteps": [0], "num_robots": [3], "num_cores": [0],
+                         "num_obstacles": [0], "min_start_goal_dis": [30.0]}},
+    "harbour": {"layout": "harbour", "weight": 3.0, "options": RULES},
+}}  # fmt: skip
+
+
+def test_a_mix_draws_parts_by_weight_and_applies_each_parts_rules_to_its_own() -> None:
+    layout = make_layout("mix", MIX)
+    assert layout.rules.term_names[-1] == "harbour.close_quarters"
+    sim = MarineNavSimulator(400, "continuous", 5, 6, 0, layout=layout, seed=0)
+    part = sim.scenario.layout_part
+    assert 0.68 < float((part == 1).double().mean()) < 0.82  # weight 3 of 4
+    closest = torch.zeros(400, 5)
+    for _ in range(30):
+        r = sim.step(torch.zeros(400, 5, 2))
+        closest = torch.minimum(closest, r.reward_terms[..., 3])
+    assert bool((closest[part == 0] == 0).all())  # open water: no close-quarters term
+    assert bool((closest[part == 1] < 0).any())
+    dicts = scenarios_to_dicts(sim.scenario.index(torch.arange(4)))
+    back = scenarios_from_dicts(dicts, (5, 6, 0))
+    assert torch.equal(back.layout_part, part[:4])
+
+
+def test_a_mixs_evaluation_set_is_each_parts_own_in_order() -> None:
+    layout = make_layout("mix", MIX)
+    scenarios = layout.evaluation_scenarios(3, 253, (5, 6, 0))
+    assert [s["env"].get("layout_part", 0) for s in scenarios] == [0] * 3 + [1] * 3
+    assert layout.episode_labels(scenarios)[3] == "harbour 3"
+
+
+@pytest.mark.parametrize(
+    ("parts", "message"),
+    [({}, "scenario.parts is empty"),
+     ({"a": {"layout": "mix"}}, "scenario.parts.a.layout cannot be 'mix'"),
+     ({"a": {"layout": "harbour", "weight": 0}}, "scenario.parts.a.weight must be a positive"),
+     ({"a": {"layout": "harbour", "wait": 1}}, "scenario.parts.a has no key 'wait'"),
+     ({"a": {"layout": "harbour", "options": {"traffic": 9}}},
+      "scenario.parts.a: scenario.traffic")],
+)  # fmt: skip
+def test_bad_mixes_are_refused_in_one_line(parts, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        make_layout("mix", {"parts": parts})
