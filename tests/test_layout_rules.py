@@ -155,3 +155,18 @@ def test_a_mixs_evaluation_set_is_each_parts_own_in_order() -> None:
 def test_bad_mixes_are_refused_in_one_line(parts, message) -> None:
     with pytest.raises(ValueError, match=message):
         make_layout("mix", {"parts": parts})
+
+
+def test_the_imazu_colregs_term_weighs_the_papers_turn_angle() -> None:
+    """scenario.colregs_penalty adds -weight x the paper's turn angle where its COLREGs zones
+    apply: with weight 0.5 the new column is five times the paper's (-0.1 per rad) column."""
+    layout = make_layout("imazu", {"colregs_penalty": 0.5})
+    scenarios = layout.evaluation_scenarios(1, 253, (4, 0, 0))
+    sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+    applied = False
+    for _ in range(40):
+        r = sim.step(torch.zeros(22, 4, 2, dtype=F64))
+        torch.testing.assert_close(r.reward_terms[..., 3], 5.0 * r.reward_terms[..., 1])
+        applied |= bool((r.reward_terms[..., 3] < 0).any())
+    assert applied  # the head-on and give-way zones were met
+    assert make_layout("imazu").rules.term_names == ("progress", "colregs", "terminal")

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 from torch import Tensor
 
 from marinenav.scenarios.base import ScenarioLayout, check_slots, register_layout
 from marinenav.sim.constants import VesselRole
+from marinenav.sim.rules import LayoutRules, StepEvents
 from marinenav.sim.scenario import Scenario, Slots, default_scenario
 from marinenav.sim.scenario_json import scenarios_to_dicts
 from marinenav.sim.traffic import cruise_thrust
@@ -83,6 +85,7 @@ class ImazuConfig:
     overtaken_speed_ratio: float = 0.7  # an overtaken target's speed over the own ship's
     cases: list[int] = field(default_factory=lambda: list(IMAZU_CASES))  # drawn in training
     course_jitter: float = 0.0  # deg, training only: each target's course turned up to this
+    colregs_penalty: float = 0.0  # the layout's own term: per rad of starboard turn still needed
 
 
 @register_layout
@@ -117,6 +120,8 @@ class ImazuLayout(ScenarioLayout):
             raise ValueError(
                 f"scenario.course_jitter must be in [0, 30] deg, got {c.course_jitter}"
             )
+        if not c.colregs_penalty >= 0:
+            raise ValueError(f"scenario.colregs_penalty must be >= 0, got {c.colregs_penalty}")
         self.config = c
         # [22, 3] per case: target course (rad), speed factor, present; made once (CPU)
         courses = torch.zeros(len(IMAZU_CASES), MAX_TARGETS, dtype=torch.float64)
@@ -133,6 +138,17 @@ class ImazuLayout(ScenarioLayout):
     @property
     def slots(self) -> Slots:
         return Slots(1 + MAX_TARGETS, 0, 0)
+
+    @property
+    def rules(self) -> LayoutRules:
+        """The paper's rules, plus ``colregs_penalty`` per radian of the starboard turn the
+        paper's COLREGs penalty asks for (the same zones and angle, weighed more: a stand-on
+        target that does not give way leaves the own ship to turn)."""
+        w = self.config.colregs_penalty
+        if w == 0:
+            return LayoutRules()
+        term = partial(starboard_turn_penalty, weight=w)
+        return LayoutRules(reward_terms={"colregs_imazu": term})
 
     def generate(self, base: Scenario, step: Tensor, generator: torch.Generator) -> Scenario:
         n, device, dtype = base.num_envs, base.start.device, base.start.dtype
@@ -207,6 +223,14 @@ class ImazuLayout(ScenarioLayout):
         out["obstacle_present"].zero_()
         out["core_present"].zero_()
         return Scenario(**out)
+
+
+def starboard_turn_penalty(scenario: Scenario, events: StepEvents, weight: float) -> Tensor:
+    """``[E, R]``: ``-weight`` per radian of the starboard turn still needed where a COLREGs
+    head-on or give-way zone applies (``events.apply_colregs``, ``events.turn_angle``: the
+    paper's COLREGs term, sim/colregs.py), 0 elsewhere."""
+    turn = events.turn_angle
+    return torch.where(events.apply_colregs, -weight * turn, torch.zeros_like(turn))
 
 
 __all__ = ["IMAZU_CASES", "ImazuConfig", "ImazuLayout", "case_courses"]
