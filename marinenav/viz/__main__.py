@@ -6,9 +6,11 @@
     deterministically, and writes one PNG per drawn step (and an animated GIF with ``--gif``).
 
 ``python -m marinenav.viz episode --baseline apf|mpc [--variant textbook|original]
-[--set paper|large] [--episode K] [--out DIR] [--gif]``
-    the same for a classical baseline (``marinenav.baselines``) on episode ``K`` of a named
-    evaluation set, in the planners' evaluation layout (float64, seed 253).
+[--set paper|large] [--scenario LAYOUT] [--episode K] [--out DIR] [--gif]``
+    the same for a classical baseline (``marinenav.baselines``) or, with ``--planner FILE``, a
+    planner file, on episode ``K`` of a named evaluation set (of ``--scenario``'s layout: e.g.
+    ``imazu``, whose episode ``K`` is case ``K + 1``), in the planners' evaluation layout
+    (float64, seed 253).
 
 ``python -m marinenav.viz curves RUN_DIR [RUN_DIR ...] --out learning_curves.png
 [--group-by agent | run | KEY] [--labels L ...]``
@@ -18,6 +20,11 @@
 ``python -m marinenav.viz runs DIR [DIR ...]``
     prints a table of the runs: agent, seed, overrides, timesteps, wall clock, last and best
     validation success with Wilson 95% intervals (``marinenav.viz.runs``).
+
+``python -m marinenav.viz cases METRICS.json [...] --labels L ... --out imazu_cases.png``
+    draws a table figure of per-case results of encounter sets (``evaluate --scenario imazu
+    --out METRICS.json``): one row per file, a cell per case, solved and COLREGs kept, solved
+    with a rule broken, or failed.
 
 Every command that takes several runs also takes a sweep directory (``multirun/DATE/TIME``:
 its run directories ``0``, ``1``, ... in order) and skips files among its arguments (the
@@ -57,8 +64,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     episode.add_argument("--variant", default="textbook", help="baseline variant")
     episode.add_argument(
+        "--planner", type=Path, default=None,
+        help="replay a planner file (TorchScript, the original's or ours) instead of a run",
+    )
+    episode.add_argument(
         "--set", choices=("paper", "large"), default="paper",
-        help="baselines: the named evaluation set the episode comes from (default paper)",
+        help="baselines and planners: the named evaluation set the episode comes from",
+    )
+    episode.add_argument(
+        "--scenario", default=None,
+        help="the episode comes from this layout's evaluation set (e.g. imazu: case K+1 is "
+             "--episode K; harbour) instead of the run's own or the random scenarios",
     )
     episode.add_argument(
         "--episode",
@@ -116,31 +132,54 @@ def _parser() -> argparse.ArgumentParser:
     quality.add_argument(
         "--out", type=Path, default=Path("time_to_quality.png"), help="image file"
     )
+    cases = commands.add_parser(
+        "cases", help="a table figure of per-case results of encounter sets (the Imazu cases)"
+    )
+    cases.add_argument("metrics", type=Path, nargs="+",
+                       help="evaluation JSON files with encounter checks (evaluate --out)")
+    cases.add_argument("--labels", nargs="+", default=None, help="a row label per file")
+    cases.add_argument("--out", type=Path, default=Path("imazu_cases.png"), help="image file")
     return parser  # fmt: skip
 
 
 def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    from marinenav.scenarios import LAYOUTS, make_layout
     from marinenav.training.checkpoint import load_agent
     from marinenav.training.evaluation import evaluation_setup, named_scenarios
     from marinenav.viz.episode import record_episode, save_animation, save_frames
 
-    if (args.run_dir is None) == (args.baseline is None):
-        parser.error("give a run directory or --baseline NAME (one of the two)")
+    sources = [args.run_dir, args.baseline, args.planner]
+    if sum(x is not None for x in sources) != 1:
+        parser.error("give a run directory, --baseline NAME or --planner FILE (one of them)")
     if args.every < 1:
         parser.error(f"--every must be at least 1, got {args.every}")
-    if args.baseline is None:
+    if args.scenario is not None and args.scenario not in LAYOUTS:
+        parser.error(f"--scenario {args.scenario!r}: choose one of {', '.join(sorted(LAYOUTS))}")
+    layout = make_layout(args.scenario) if args.scenario else None
+    if args.run_dir is not None and layout is None:
         scenarios_path = args.run_dir / "eval_configs.json"
         if not scenarios_path.is_file():
             parser.error(f"no eval_configs.json in {args.run_dir}")
         scenarios = json.loads(scenarios_path.read_text())
         source = str(args.run_dir)
     else:
-        scenarios = named_scenarios(args.set)
-        source = f"{args.baseline} ({args.variant}) on the {args.set} set"
+        scenarios = named_scenarios(args.set, layout=layout)
+        what = args.run_dir or args.planner or f"{args.baseline} ({args.variant})"
+        source = f"{what} on the {args.scenario or 'random'} {args.set} set"
     if not -len(scenarios) <= args.episode < len(scenarios):
         parser.error(f"--episode {args.episode} out of range: the set has {len(scenarios)}")
     index = args.episode % len(scenarios)
-    if args.baseline is not None:
+    if args.planner is not None:
+        from marinenav.evaluate import planner_config
+        from marinenav.planner import PlannerLoadError, planner_policy
+
+        try:
+            agent = planner_policy(args.planner)
+        except (FileNotFoundError, PlannerLoadError) as error:
+            parser.error(str(error))
+        config = planner_config()
+        config["evaluation"]["max_steps"] = 1001
+    elif args.baseline is not None:
         from marinenav.baselines import baseline_policy
         from marinenav.evaluate import planner_config
 
@@ -156,14 +195,20 @@ def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         except FileNotFoundError as error:
             parser.error(str(error))
     # the run's evaluation layout and noise seed (the noise depends on both)
+    if layout is None and args.run_dir is not None:
+        from marinenav.training.config import layout_of
+
+        layout = layout_of(config)  # the run's own set: its layout's rules
     recording = record_episode(
         agent, scenarios[index], args.max_steps or config["evaluation"]["max_steps"],
-        args.device, **evaluation_setup(config, [scenarios[index]]),
+        args.device, **evaluation_setup(config, [scenarios[index]]), layout=layout,
     )  # fmt: skip
     if args.out is not None:
         out = args.out
-    elif args.baseline is None:
+    elif args.run_dir is not None:
         out = args.run_dir / f"episode_{index}"
+    elif args.planner is not None:
+        out = Path(f"episode_{args.planner.stem}_{index}")
     else:
         out = Path(f"episode_{args.baseline}_{args.variant}_{index}")
     frames = save_frames(recording, out, every=args.every)
@@ -175,6 +220,25 @@ def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         print(path)
     if args.gif:
         print(save_animation(recording, out / f"episode_{index}.gif", args.every, args.fps))
+
+
+def _cases(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    from marinenav.viz.cases import case_outcomes, plot_case_table
+
+    labels = args.labels or [path.stem for path in args.metrics]
+    if len(labels) != len(args.metrics):
+        parser.error(f"{len(labels)} labels for {len(args.metrics)} files")
+    for path, label in zip(args.metrics, labels, strict=True):
+        try:
+            metrics = json.loads(path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError) as error:
+            parser.error(f"{path}: {error}")
+        if "encounters" not in metrics:
+            parser.error(f"{path} holds no encounter checks (evaluate an encounter set)")
+        outcomes = case_outcomes(metrics)
+        print(f"{label}: {outcomes.count('kept') + outcomes.count('broken')} of {len(outcomes)} "
+              f"solved, {outcomes.count('kept')} kept the COLREGs")  # fmt: skip
+    print(plot_case_table(args.metrics, labels, args.out))
 
 
 def _curves(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -218,6 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.run_dir is not None and not args.run_dir.is_dir():
             parser.error(f"run directory {args.run_dir} does not exist")
         _episode(args, parser)
+        return 0
+    if args.command == "cases":
+        _cases(args, parser)
         return 0
     try:  # sweep directories become their runs; files (multirun.yaml) are skipped
         args.run_dirs = expand_run_dirs(args.run_dirs)

@@ -24,7 +24,9 @@ from tensordict.nn import TensorDictModuleBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import MarineNavEnv
+from marinenav.scenarios import ScenarioLayout
 from marinenav.sim import InfoState, Scenario
+from marinenav.sim.constants import VesselRole
 from marinenav.sim.scenario import Slots
 from marinenav.viz.frames import (
     CurrentField,
@@ -84,9 +86,14 @@ class EpisodeRecording:
         return self.map.robot_present[0].numpy()
 
     @property
+    def steered(self) -> np.ndarray:
+        """``[R]`` bool, the robots the policy steers (the others are traffic)."""
+        return self.present & (self.map.robot_role[0].numpy() == int(VesselRole.POLICY))
+
+    @property
     def success(self) -> bool:
-        """Every robot reached its goal (the evaluation's success)."""
-        return bool((self.reached[-1] | ~self.present).all())
+        """Every robot of the policy reached its goal (the evaluation's success)."""
+        return bool((self.reached[-1] | ~self.steered).all())
 
     def frame(self, k: int) -> FrameState:
         """The robots after ``k`` steps."""
@@ -128,6 +135,7 @@ def record_episode(
     dtype: torch.dtype = torch.float32,
     seed: int = 253,
     slots: Slots | tuple[int, int, int] | None = None,
+    layout: ScenarioLayout | None = None,
 ) -> EpisodeRecording:
     """Run one scenario with the agent's deterministic policy (or a policy of its own, e.g. a
     classical baseline of :mod:`marinenav.baselines`) until its episode ends.
@@ -145,6 +153,8 @@ def record_episode(
         seed: start of the perception-noise stream (the run's ``evaluation.seed``).
         slots: padded slot counts (robots, obstacles, cores) of the environment; default the
             scenario's counts.
+        layout: the layout whose rules apply (the one that made the scenario; default the
+            paper's rules).
     """
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -153,6 +163,7 @@ def record_episode(
         [scenario], action_kind=agent.action_kind, end_on_collision=True,
         robot_slots=robot_slots, obstacle_slots=obstacle_slots, core_slots=core_slots,
         device=device, dtype=dtype, validate=False, max_episode_steps=max_steps - 1,
+        layout=layout,
     )  # fmt: skip
     env.set_seed(seed)  # as the evaluation: the noise is a function of the policy alone
     sim = env.sim

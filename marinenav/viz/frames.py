@@ -24,11 +24,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Polygon
 
+from marinenav.sim.constants import VesselRole
 from marinenav.sim.current import current_velocity
 from marinenav.sim.scenario import Scenario
 from marinenav.sim.simulator import MarineNavSimulator
 
 ROBOT_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+TRAFFIC_COLOUR = "darkgray"  # vessels the policy does not steer (docs/scenarios.md)
 VELOCITY_ARROW_SECONDS = 2.0  # a velocity arrow is as long as the distance covered in 2 s
 
 
@@ -129,19 +131,22 @@ def draw_frame(
     for k in np.nonzero(s.obstacle_present[0].numpy())[0]:
         x, y = s.obstacle_pos[0, k].tolist()
         ax.add_patch(Circle((y, x), float(s.obstacle_radius[0, k]), color="dimgray"))
+    traffic = s.robot_role[0].numpy() != int(VesselRole.POLICY)
     for r in np.nonzero(present)[0]:
-        colour = ROBOT_COLOURS[r % len(ROBOT_COLOURS)]
+        # traffic (a vessel the policy does not steer) in grey, without a goal to reach
+        colour = TRAFFIC_COLOUR if traffic[r] else ROBOT_COLOURS[r % len(ROBOT_COLOURS)]
         start, goal = s.start[0, r].numpy(), s.goal[0, r].numpy()
         ax.plot(start[1], start[0], "o", color=colour, markersize=5, alpha=0.6)
-        ax.plot(goal[1], goal[0], "*", color=colour, markersize=14,
-                markeredgecolor="black")  # fmt: skip
-        goal_dis = float(s.goal_dis[0, r])
-        if frame.reached[r]:
-            ax.add_patch(Circle((goal[1], goal[0]), goal_dis, fill=False, linewidth=3,
-                                color="limegreen"))  # fmt: skip
-        else:
-            ax.add_patch(Circle((goal[1], goal[0]), goal_dis, fill=False, linestyle=":",
-                                color=colour))  # fmt: skip
+        if not traffic[r]:
+            ax.plot(goal[1], goal[0], "*", color=colour, markersize=14,
+                    markeredgecolor="black")  # fmt: skip
+            goal_dis = float(s.goal_dis[0, r])
+            if frame.reached[r]:
+                ax.add_patch(Circle((goal[1], goal[0]), goal_dis, fill=False, linewidth=3,
+                                    color="limegreen"))  # fmt: skip
+            else:
+                ax.add_patch(Circle((goal[1], goal[0]), goal_dis, fill=False, linestyle=":",
+                                    color=colour))  # fmt: skip
         if trail is not None and len(trail) > 1:
             ax.plot(trail[:, r, 1], trail[:, r, 0], "-", color=colour, linewidth=1.5)
         x, y = frame.pos[r]
