@@ -210,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", choices=tuple(BASELINES),
                         help="a classical planner of the original instead of a run")
     parser.add_argument("--variant", default="textbook",
-                        help="baselines: textbook (default) or original (APF only: the node's "
-                             "repulsion beyond d0)")
+                        help="baselines: textbook (default) or original (the node's: "
+                             "unclamped thrusts; APF repulsion beyond d0)")
     parser.add_argument("--planning-period", type=float, default=None,
                         help="baselines: the prediction step in s (default 0.5, one env step)")
     parser.add_argument("--agent-type", help="the planner's agent (default: from the file)")

@@ -20,11 +20,14 @@ CHANGES = (0.0, -500.0, -1000.0, 500.0, 1000.0)  # N/s; action a = 5 i + j: left
 
 
 # --- hand arithmetic (docs/baselines.md), scalars only -----------------------------------------
-def predict(u: float, v: float, r: float, tl: float, tr: float, a: int, dt: float = 0.5):
-    """RL-frame one-step prediction of action ``a``: next thrusts, ROS-frame next velocity,
-    heading change and linear acceleration."""
-    left = min(max(tl + CHANGES[a // 5] * 0.5, -500.0), 1000.0)
-    right = min(max(tr + CHANGES[a % 5] * 0.5, -500.0), 1000.0)
+def predict(
+    u: float, v: float, r: float, tl: float, tr: float, a: int, dt: float = 0.5, clamp=True
+):
+    """RL-frame one-step prediction of action ``a``: next thrusts (clamped to [-500, 1000] N
+    or not), ROS-frame next velocity, heading change and linear acceleration."""
+    left, right = tl + CHANGES[a // 5] * 0.5, tr + CHANGES[a % 5] * 0.5
+    if clamp:
+        left, right = min(max(left, -500.0), 1000.0), min(max(right, -500.0), 1000.0)
     m, izz, xdu = 400.0, 450.0, 20.0
     # b = -C_RB V - (C_A + D + D_n) V with yDotV = yDotR = nDotV = 0 and the linear/quadratic
     # damping xU=-100, yV=-100, nR=-980, xUU=-150, yVV=-150, nRR=-950
@@ -92,17 +95,17 @@ def apf_force(goal, vel, objects, textbook: bool):
     return fx, fy
 
 
-def apf_score(state, objects, a, textbook=True):
+def apf_score(state, objects, a, textbook=True, dt=0.5):
     goal, vel = state[0:2], state[2:4]
-    _, v2, heading, _ = predict(state[2], -state[3], -state[4], state[5], state[6], a)
+    _, v2, heading, _ = predict(state[2], -state[3], -state[4], *state[5:7], a, dt, textbook)
     fx, fy = apf_force(goal, vel, objects, textbook)
     projection = (fx * v2[0] + fy * v2[1]) / math.hypot(fx, fy)
     return 0.15 * projection - abs(wrap(heading - math.atan2(fy, fx)))
 
 
-def mpc_cost(state, objects, a):
+def mpc_cost(state, objects, a, clamp=True, dt=0.5):
     goal, vel = state[0:2], state[2:4]
-    thrust, v2, heading, acc = predict(state[2], -state[3], -state[4], state[5], state[6], a)
+    thrust, v2, heading, acc = predict(state[2], -state[3], -state[4], *state[5:7], a, dt, clamp)
     dg = math.hypot(*goal)
     cost = 20 * (abs(wrap(heading - math.atan2(goal[1], goal[0])))
                  - 0.15 * (goal[0] * v2[0] + goal[1] * v2[1]) / dg)  # fmt: skip
@@ -148,15 +151,17 @@ def rl_observation(situation, slots: int = 5):
     return self_state, rows, mask
 
 
-def hand_scores(name: str, situation) -> list[float]:
+def hand_scores(name: str, situation, dt: float = 0.5) -> list[float]:
     state, objects = situation
-    if name == "mpc":
-        return [-mpc_cost(state, objects, a) for a in range(25)]
-    return [apf_score(state, objects, a, textbook=(name == "apf")) for a in range(25)]
+    if name.startswith("mpc"):
+        clamp = name == "mpc"
+        return [-mpc_cost(state, objects, a, clamp, dt) for a in range(25)]
+    return [apf_score(state, objects, a, name == "apf", dt) for a in range(25)]
 
 
 POLICIES = {"apf": lambda: APFPolicy(), "apf-original": lambda: APFPolicy(variant="original"),
-            "mpc": lambda: MPCPolicy()}  # fmt: skip
+            "mpc": lambda: MPCPolicy(),
+            "mpc-original": lambda: MPCPolicy(variant="original")}  # fmt: skip
 # the hand arithmetic's decision in each situation (index a = 5 i + j: left i, right j)
 EXPECTED = {
     ("apf", "goal behind"): 14,  # left -1000, right +1000: hardest turn to port (the goal's side)
@@ -200,6 +205,67 @@ def test_goal_behind_scores_by_hand() -> None:
     assert float(scores[14]) == pytest.approx(expected_14, rel=1e-12)
     # action 0: thrusts unchanged, no turn, no surge change
     assert float(scores[0]) == pytest.approx(0.15 * projection - abs(goal_angle), rel=1e-12)
+
+
+# at rest, both thrusters at the motors' 1,000 N limit, the goal 30 m dead ahead, nothing else
+FULL_THRUST_AT_REST = ((30.0, 0.0, 0.0, 0.0, 0.0, 1000.0, 1000.0), [])
+
+
+@pytest.mark.parametrize("name", ["apf", "mpc"])
+def test_the_nodes_planners_score_the_unclamped_thrust(name: str) -> None:
+    """Where the clamp decides: at rest, thrusters at the 1,000 N limit, goal 30 m dead ahead,
+    the node's 0.25 s prediction step.
+
+    At rest every Coriolis and damping term is 0 and ``A = diag(400 - 20, 400, 450 + 980)``,
+    so a candidate with thrusts ``(l, r)`` predicts ``u_next = (l + r) / 380 * 0.25`` m/s,
+    ``v_next = 0`` and the heading change ``(l - r) 1.25 / 1430 * 0.25 * 0.25`` rad, whatever
+    its sign: the goal is dead ahead, so any ``l != r`` only adds a heading error.
+
+    - APF: ``F = 50 (30, 0)`` points dead ahead, the score is
+      ``0.15 u_next - |heading|``.
+    - MPC: the cost is ``20 (|heading| - 0.15 u_next) + 0.0005 (|l| + |r|)``, nothing to
+      collide with.
+
+    Clamped (textbook), the changes 0, +500 and +1000 N/s all leave 1,000 N: nine candidates
+    (i, j in {0, 3, 4}) tie with ``u_next = 2000 / 380 * 0.25 = 1.3158`` m/s, APF score
+    ``0.15 * 1.3158 = 0.19737``, MPC cost ``-3 * 1.3158 + 0.0005 * 2000 = -2.9474``; the first,
+    action 0 (hold), wins. Unclamped (the node), +1000 N/s on both gives ``0.5 * 1000 + 1000 =
+    1500`` N each, ``u_next = 3000 / 380 * 0.25 = 1.9737`` m/s: APF score ``0.29605``, MPC cost
+    ``-3 * 1.9737 + 0.0005 * 3000 = -4.4211``, the best of all 25: action 24 (both +1000 N/s).
+    """
+    obs = rl_observation(FULL_THRUST_AT_REST)
+    textbook = baseline_policy(name, "textbook", planning_period=0.25)
+    original = baseline_policy(name, "original", planning_period=0.25)
+    clamped, unclamped = textbook.candidate_scores(*obs), original.candidate_scores(*obs)
+    hold, full, held = 2000 / 380 * 0.25, 3000 / 380 * 0.25, [0, 3, 4, 15, 18, 19, 20, 23, 24]
+    if name == "apf":
+        hold_score, full_score = 0.15 * hold, 0.15 * full
+    else:
+        hold_score, full_score = -(-3 * hold + 0.0005 * 2000), -(-3 * full + 0.0005 * 3000)
+    assert hold_score == pytest.approx(0.19737 if name == "apf" else 2.9474, abs=1e-4)
+    assert full_score == pytest.approx(0.29605 if name == "apf" else 4.4211, abs=1e-4)
+    assert clamped[held].tolist() == pytest.approx([hold_score] * 9, rel=1e-12)
+    assert float(unclamped[0]) == pytest.approx(hold_score, rel=1e-12)
+    assert float(unclamped[24]) == pytest.approx(full_score, rel=1e-12)
+    assert int(textbook.act(*obs)) == 0
+    assert int(original.act(*obs)) == 24
+
+
+@pytest.mark.parametrize("name", ["apf", "apf-original", "mpc", "mpc-original"])
+@pytest.mark.parametrize("period", [0.25, 0.5])
+def test_scores_near_the_thrust_limits_match_hand_arithmetic(name: str, period: float) -> None:
+    """Every candidate's score, clamped (textbook) or not (original), with the own ship's
+    thrusts drawn in [-500, 1000] N (a change of 500 N crosses a limit from two thirds of
+    that range) among each hand-built situation's objects."""
+    generator = torch.Generator().manual_seed(34)
+    planner, _, variant = name.partition("-")
+    policy = baseline_policy(planner, variant or "textbook", planning_period=period)
+    for state, objects in SITUATIONS.values():
+        thrust = torch.empty(2, dtype=torch.float64).uniform_(-500, 1000, generator=generator)
+        situation = ((*state[:5], *thrust.tolist()), objects)
+        hand = hand_scores(name, situation, period)
+        scores = policy.candidate_scores(*rl_observation(situation))
+        assert scores.tolist() == pytest.approx(hand, rel=1e-9, abs=1e-9)
 
 
 def test_apf_variants_differ_beyond_d0_and_agree_within() -> None:
@@ -252,7 +318,7 @@ def _ros(obs):
     return ros_frame(*obs)
 
 
-@pytest.mark.parametrize("name", ["apf", "apf-original", "mpc"])
+@pytest.mark.parametrize("name", list(POLICIES))
 def test_batched_call_equals_one_at_a_time(name: str) -> None:
     """A [4, 3] batch of situations (some rows all padding) gives each row's own decision."""
     policy = POLICIES[name]()
@@ -310,8 +376,8 @@ def test_bad_input_gets_a_clear_error() -> None:
         policy.act(self_state.long(), objects.long(), mask)
     with pytest.raises(ValueError, match="APF variant"):
         APFPolicy(variant="textbok")
-    with pytest.raises(ValueError, match="stale"):
-        MPCPolicy(variant="original")
+    with pytest.raises(ValueError, match="MPC variant"):
+        MPCPolicy(variant="node")
     with pytest.raises(ValueError, match="unknown baseline"):
         baseline_policy("dwa")
 
@@ -331,8 +397,8 @@ def test_evaluate_cli_runs_a_baseline(tmp_path, capsys) -> None:
     metrics = json.loads(out.read_text())
     assert metrics["baseline"] == {"name": "apf", "variant": "original", "planning_period": 0.5}
     assert len(metrics["episodes"]["success"]) == 60
-    assert main(["--baseline", "mpc", "--variant", "original", "--max-steps", "3"]) == 2
-    assert "stale" in capsys.readouterr().err
+    assert main(["--baseline", "mpc", "--variant", "node", "--max-steps", "3"]) == 2
+    assert "MPC variant must be one of ('textbook', 'original')" in capsys.readouterr().err
 
 
 def test_viz_episode_draws_a_baseline(tmp_path, capsys) -> None:
@@ -342,5 +408,5 @@ def test_viz_episode_draws_a_baseline(tmp_path, capsys) -> None:
     out = tmp_path / "frames"
     argv = ["episode", "--baseline", "mpc", "--episode", "0", "--max-steps", "2"]
     assert main([*argv, "--out", str(out)]) == 0
-    assert "episode 0 of mpc (textbook) on the paper set: 2 steps" in capsys.readouterr().out
+    assert "episode 0 of mpc (textbook) on the random paper set: 2 steps" in capsys.readouterr().out
     assert len(list(out.glob("frame_*.png"))) == 3

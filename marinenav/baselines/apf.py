@@ -12,10 +12,12 @@ clearance ``d = |q| - r_own - r_obj``, ``d_g = |g|``:
 with ``k_rep = 500``, ``d0 = 15`` m, ``n = 2``. Each candidate scores
 ``0.15 F . V_next / |F| - |wrap(heading_next - atan2(F))|``; the highest wins.
 
-Variants: ``"textbook"`` (default) repels only points with ``d < d0`` and floors ``d`` at
+Variants: ``"textbook"`` (default) repels only points with ``d < d0``, floors ``d`` at
 ``min_clearance`` (a point at or inside contact repels as one at that clearance rather than
-flipping sign); ``"original"`` is the node's arithmetic, applying the repulsion at every
-distance, where ``1/d - 1/d0 < 0`` turns it into an attraction beyond ``d0``.
+flipping sign) and predicts each candidate with its thrusts clamped to the motor limits;
+``"original"`` is the node's arithmetic, applying the repulsion at every distance, where
+``1/d - 1/d0 < 0`` turns it into an attraction beyond ``d0``, and predicting with the unclamped
+thrusts (up to 1,500 N, down to -1,000 N).
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ class APFPolicy(BaselinePolicy):
 
     Args:
         variant: ``"textbook"`` (every approached object repels, within
-            ``influence_distance`` only) or ``"original"`` (the node: repel, or attract, at
-            every distance, and only from objects that move while the own ship moves, both at
-            0.5 m/s or more: its check_COLREGs gives a static object no point).
+            ``influence_distance`` only; candidates predicted with clamped thrusts) or
+            ``"original"`` (the node: repel, or attract, at every distance, and only from
+            objects that move while the own ship moves, both at 0.5 m/s or more: its
+            check_COLREGs gives a static object no point; candidates predicted with the
+            unclamped thrusts).
         k_att: attraction gain (N/m in the node's units, a pure weight here).
         k_rep: repulsion gain.
         influence_distance: ``d0`` (m).
@@ -71,6 +75,7 @@ class APFPolicy(BaselinePolicy):
         if not influence_distance > 0 or not min_clearance > 0:
             raise ValueError("influence_distance and min_clearance must be positive")
         self.variant = variant
+        self.clamp_thrust = variant == "textbook"
         self.k_att, self.k_rep = float(k_att), float(k_rep)
         self.influence_distance, self.power = float(influence_distance), float(power)
         self.speed_weight, self.min_clearance = float(speed_weight), float(min_clearance)

@@ -14,12 +14,16 @@ All geometry in the ROS robot frame (x forward, y to port; m, m/s). Every candid
   0.5 m/s) that the own ship overlaps, ``10 + 2``;
 - energy ``0.0005 (|l| + |r_t|) * 1.0 s`` of the candidate's thrusts.
 
-The lowest cost wins. The node reads stale object radii after its first call (a list it never
-clears); here the current observed radii are used, always (docs/baselines.md says why there is
-no 'original' variant).
+The lowest cost wins. Variants: ``"textbook"`` (default) predicts each candidate, and charges
+its energy, with its thrusts clamped to the motor limits; ``"original"`` is the node's, with the
+unclamped thrusts (up to 1,500 N, down to -1,000 N). The node reads stale object radii after its
+first call (a list it never clears); both variants use the current observed radii
+(docs/baselines.md#mpc says why).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import torch
 
@@ -31,14 +35,15 @@ from marinenav.baselines.prediction import (
     wrap_to_pi,
 )
 
-MPC_VARIANTS = ("textbook",)
+MPC_VARIANTS = ("textbook", "original")
 
 
 class MPCPolicy(BaselinePolicy):
     """Sampling MPC over the 25 discrete thrust changes.
 
     Args:
-        variant: ``"textbook"`` only (current radii; see the module docstring).
+        variant: ``"textbook"`` (candidates predicted and charged with clamped thrusts) or
+            ``"original"`` (the node: with the unclamped thrusts); both use current radii.
         horizon_steps: ``T``.
         horizon_step: the rollout's step (s).
         object_lookahead: how far ahead objects are moved, once (s; the node's 1.0).
@@ -55,7 +60,7 @@ class MPCPolicy(BaselinePolicy):
 
     def __init__(
         self,
-        variant: str = "textbook",
+        variant: Literal["textbook", "original"] = "textbook",
         horizon_steps: int = 5,
         horizon_step: float = 0.2,
         object_lookahead: float = 1.0,
@@ -71,14 +76,11 @@ class MPCPolicy(BaselinePolicy):
     ) -> None:
         super().__init__(**kwargs)
         if variant not in MPC_VARIANTS:
-            raise ValueError(
-                f"MPC variant must be one of {MPC_VARIANTS}, got {variant!r}: the node's stale "
-                "radii depend on its call history, which a batched policy does not have "
-                "(docs/baselines.md)"
-            )
+            raise ValueError(f"MPC variant must be one of {MPC_VARIANTS}, got {variant!r}")
         if horizon_steps < 1 or not horizon_step > 0:
             raise ValueError("horizon_steps must be at least 1 and horizon_step positive")
         self.variant = variant
+        self.clamp_thrust = variant == "textbook"
         self.horizon_steps, self.horizon_step = int(horizon_steps), float(horizon_step)
         self.object_lookahead = float(object_lookahead)
         self.goal_weight, self.speed_weight = float(goal_weight), float(speed_weight)
@@ -151,4 +153,7 @@ class MPCPolicy(BaselinePolicy):
         return -self.costs(obs, pred)
 
     def extra_repr(self) -> str:
-        return f"horizon={self.horizon_steps} x {self.horizon_step} s, {super().extra_repr()}"
+        return (
+            f"variant={self.variant!r}, horizon={self.horizon_steps} x {self.horizon_step} s, "
+            f"{super().extra_repr()}"
+        )

@@ -47,10 +47,16 @@ class BaselinePolicy(TensorDictModuleBase):
             every 0.5, the default).
         in_keys: keys of ``(self_state B + [7], objects B + [K, 5], objects_mask B + [K])``.
         out_key: where the int64 action ``B`` is written.
+
+    Attributes:
+        clamp_thrust: whether a candidate is scored with its thrusts clamped to the motor
+            limits (the textbook variants) or, as the node does, with the unclamped sum of the
+            current thrust and the change; a subclass sets it from its variant.
     """
 
     action_kind: Literal["discrete"] = "discrete"
     name = "baseline"
+    clamp_thrust: bool = True
 
     def __init__(
         self,
@@ -90,7 +96,9 @@ class BaselinePolicy(TensorDictModuleBase):
         dtype, device = self_state.dtype, self_state.device
         changes = self.changes.to(device=device, dtype=dtype)
         hydro = self.hydro.to(device=device, dtype=dtype)
-        pred = predict_candidates(self_state, changes, hydro, self.planning_period, ACTION_DURATION)
+        pred = predict_candidates(
+            self_state, changes, hydro, self.planning_period, ACTION_DURATION, self.clamp_thrust
+        )
         return self.scores(ros_frame(self_state, objects, objects_mask), pred)
 
     def act(

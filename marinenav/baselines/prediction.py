@@ -125,7 +125,8 @@ class CandidatePrediction:
     """The one-step prediction of every candidate, ``B + [C, ...]``.
 
     Attributes:
-        thrust: ``[C, 2]``-broadcast ``B + [C, 2]`` (left, right) thrusts after the change (N).
+        thrust: ``B + [C, 2]`` (left, right) thrusts after the change (N), clamped to the
+            motor limits or not (:func:`predict_candidates`).
         velocity: ``B + [C, 2]`` predicted ROS-frame velocity ``(u_next, -v_next)`` (m/s).
         heading: ``B + [C]`` predicted ROS-frame heading change ``-r_next * planning_period``
             (rad, counter-clockwise).
@@ -144,12 +145,14 @@ def predict_candidates(
     hydro: torch.Tensor,
     planning_period: float = PLANNING_PERIOD,
     action_duration: float = ACTION_DURATION,
+    clamp_thrust: bool = True,
 ) -> CandidatePrediction:
     """One Euler step of the Fossen 3-DOF model for each candidate thrust change.
 
     With the RL-frame velocity ``V = (u, v, r)`` (``self_state[..., 2:5]``; water at rest: the
-    node ignores the current), the candidate's thrusts ``clamp(T + change * action_duration,
-    -500, 1000)`` give ``tau = (l + r_t, 0, (l - r_t) width / 2)``,
+    node ignores the current), the candidate's thrusts ``T + change * action_duration``
+    (clamped to the motors' ``[-500, 1000]`` N when ``clamp_thrust``) give
+    ``tau = (l + r_t, 0, (l - r_t) width / 2)``,
     ``acc = A^-1 (-C_RB V - (C_A + D + D_n) V + tau)`` and ``V_next = V + acc * planning_period``.
 
     Args:
@@ -158,10 +161,14 @@ def predict_candidates(
         hydro: ``[21]`` coefficients in ``HYDRO_KEYS`` order.
         planning_period: the prediction step (s).
         action_duration: how long a change rate acts before the thrust is held (s).
+        clamp_thrust: predict with the thrust the motors can give (the textbook choice); the
+            node predicts, and its MPC charges energy, with the unclamped sum, which may lie
+            up to 500 N beyond a limit (docs/baselines.md#the-one-step-prediction-both).
     """
     velocity = self_state[..., 2:5].unsqueeze(-2)  # B + [1, 3] (u, v, r), RL frame
-    thrust = self_state[..., 5:7].unsqueeze(-2) + changes * action_duration
-    thrust = thrust.clamp(MIN_THRUST, MAX_THRUST)  # B + [C, 2]
+    thrust = self_state[..., 5:7].unsqueeze(-2) + changes * action_duration  # B + [C, 2]
+    if clamp_thrust:
+        thrust = thrust.clamp(MIN_THRUST, MAX_THRUST)
     left, right = thrust[..., 0], thrust[..., 1]
     tau = torch.stack(
         (left + right, torch.zeros_like(left), (left - right) * (HULL_WIDTH / 2)), dim=-1
