@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from torchrl.record.loggers import Logger, get_logger
 
@@ -64,12 +68,105 @@ def _step(line: str) -> int | None:
         return None
 
 
-def progress_bar(cfg, total: int, initial: int):
-    """A tqdm bar over timesteps, or ``None`` when disabled or tqdm is missing."""
+PLAIN_PROGRESS_INTERVAL = 30.0
+"""Seconds between two lines of the plain progress, written when the output is not a
+terminal."""
+
+
+class PlainProgress:
+    """The progress bar's form for output that is not a terminal (``nohup``, Slurm, a pipe):
+    plain lines, at most one every ``interval`` seconds, and a last one on :meth:`close`, e.g.
+    ``training: 120,000 / 560,000 steps (21%), 0:02:05 elapsed, 0:07:38 left; steps/s=960,
+    success=0.45``. Where a terminal's bar redraws itself with carriage returns (megabytes in a
+    log file over a run), this writes a few lines a minute.
+
+    It has the part of tqdm's interface the trainer uses: :meth:`update`,
+    :meth:`set_description`, :meth:`set_postfix`, :meth:`close`.
+
+    Args:
+        total: the last timestep.
+        initial: the timestep the run starts (or resumes) from.
+        stream: where the lines go (default ``sys.stderr``, as tqdm's).
+        interval: the least time between two lines (s).
+        clock: a monotonic clock in seconds (tests pass a fake one).
+    """
+
+    def __init__(
+        self,
+        total: int,
+        initial: int = 0,
+        stream: TextIO | None = None,
+        interval: float = PLAIN_PROGRESS_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total, self.n, self.initial = int(total), int(initial), int(initial)
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval, self.clock = float(interval), clock
+        self.description, self.postfix = "", {}
+        self.started = self.last_written = clock()
+        self.closed = False
+
+    def set_description(self, description: str) -> None:
+        """The line's leading word(s), e.g. ``training``; shown from the next line on."""
+        self.description = description
+
+    def set_postfix(self, values: dict[str, Any], refresh: bool = False) -> None:
+        """``name=value`` pairs shown at the end of the next line (``refresh`` is ignored: a
+        line is written only when it is due)."""
+        self.postfix = dict(values)
+
+    def update(self, n: int) -> None:
+        """Advance by ``n`` timesteps; write a line when ``interval`` seconds have passed since
+        the last one."""
+        self.n += int(n)
+        now = self.clock()
+        if now - self.last_written >= self.interval:
+            self._write(now)
+
+    def close(self) -> None:
+        """Write the last line (once)."""
+        if not self.closed:
+            self.closed = True
+            self._write(self.clock())
+
+    def line(self, now: float) -> str:
+        """The progress line at the clock's time ``now`` (s)."""
+        elapsed = now - self.started
+        done = self.n - self.initial
+        text = f"{self.n:,} / {self.total:,} steps ({100 * self.n / max(self.total, 1):.0f}%), "
+        text += f"{_duration(elapsed)} elapsed"
+        if 0 < done and self.n < self.total:
+            text += f", {_duration((self.total - self.n) * elapsed / done)} left"
+        if self.description:
+            text = f"{self.description}: {text}"
+        if self.postfix:
+            text += "; " + ", ".join(f"{key}={value}" for key, value in self.postfix.items())
+        return text
+
+    def _write(self, now: float) -> None:
+        print(self.line(now), file=self.stream, flush=True)
+        self.last_written = now
+
+
+def _duration(seconds: float) -> str:
+    """``H:MM:SS`` of a duration in seconds."""
+    return str(datetime.timedelta(seconds=round(seconds)))
+
+
+def progress_bar(cfg, total: int, initial: int, stream: TextIO | None = None):
+    """The run's progress over timesteps: a tqdm bar on a terminal, :class:`PlainProgress`
+    lines when ``stream`` (default ``sys.stderr``, where the bar writes) is not one, or
+    ``None`` when ``cfg.progress_bar`` is off or tqdm is missing."""
     if not cfg.progress_bar:
         return None
+    stream = stream if stream is not None else sys.stderr
+    if not getattr(stream, "isatty", lambda: False)():
+        return PlainProgress(total, initial, stream)
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True, smoothing=0.05)
+    return tqdm(
+        total=total, initial=initial, unit="step", dynamic_ncols=True, smoothing=0.05,
+        file=stream,
+    )  # fmt: skip
