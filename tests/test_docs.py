@@ -120,9 +120,10 @@ def help_sections(text: str) -> dict[str, list[str]]:
 
 
 def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
-    """Issue 20: ``python train.py --help`` is a help page (conf/hydra/help/marinenav.yaml), not
+    """``python train.py --help`` is a help page (conf/hydra/help/marinenav.yaml), not
     the raw config: every agent, recipe, curriculum, scenario layout and logger backend is
-    listed (each layout with a YAML file), the internal
+    listed (each layout with a YAML file), the fast recipe's budgets are those its files
+    compose (AC-IQN's 560k and every other agent's among the ones listed), the internal
     ``schema/*`` groups are not, every main key exists in the composed config, and its three
     examples compose and validate."""
     from hydra import compose, initialize_config_dir
@@ -142,8 +143,10 @@ def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
                               "Main keys", "Examples", "After a run"]  # fmt: skip
     listed = [line.split()[0] for line in sections["Agents (agent=NAME)"]]
     assert sorted(listed) == sorted(AGENT_NAMES)
-    recipes = [line.split()[0] for line in sections["Recipes (recipe=NAME)"]]
-    assert sorted(recipes) == sorted(p.stem for p in (ROOT / "conf" / "recipe").glob("*.yaml"))
+    # a recipe's line: its name, two or more spaces, what it is (continued on lines of prose)
+    recipe_lines = {m.group(1): line for line in sections["Recipes (recipe=NAME)"]
+                    if (m := re.match(r"(\S+)\s{2,}", line))}  # fmt: skip
+    assert sorted(recipe_lines) == sorted(p.stem for p in (ROOT / "conf" / "recipe").glob("*.yaml"))
     groups = {line.split()[0].split("=")[0]: line.split()[0].split("=")[1].split("|")
               for line in sections["Other groups"] if "|" in line}  # fmt: skip
     curricula = sorted(p.stem for p in (ROOT / "conf" / "curriculum").glob("*.yaml"))
@@ -156,6 +159,16 @@ def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config")
+    # the fast recipe's budgets as composed: AC-IQN's named, and every agent's among those listed
+    budgets = {}
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        for agent in AGENT_NAMES:
+            agent_cfg = compose(config_name="config", overrides=[f"agent={agent}"])
+            budgets[agent] = agent_cfg.training.total_timesteps
+    fast = recipe_lines["fast"]
+    assert f"AC-IQN {budgets['ac_iqn'] // 1000}k timesteps" in fast
+    listed_budgets = {int(k) * 1000 for k in re.findall(r"(\d+)k\b", fast)}
+    assert listed_budgets == set(budgets.values()), (fast, budgets)
     keys = [line.split()[0].split("=")[0] for line in sections["Main keys"]]
     assert len(keys) >= 10
     for key in keys:
@@ -220,7 +233,7 @@ print(json.dumps(results))
 
 
 def test_every_documented_program_answers_help_without_running() -> None:
-    """Issue 20: every program the README and docs run (and every benchmark script) exists and
+    """Every program the README and docs run (and every benchmark script) exists and
     answers ``--help`` with its usage and exit status 0, instead of running (a benchmark that
     ran would blow the time limit)."""
     programs = help_programs()
@@ -254,7 +267,7 @@ def named_paths(page: Path) -> list[str]:
 
 
 def test_every_path_the_docs_name_exists() -> None:
-    """Issue 20: a path in the README's or docs' code or links names a file or folder of the
+    """A path in the README's or docs' code or links names a file or folder of the
     repository (from its root, the page's folder or the package), apart from the run-directory
     layout and placeholders (``RUN_DIR``, ``<name>``, ``*``); e.g. no ``reference/LEARNING.md``
     and no planner file outside tests/data/pretrained/."""
