@@ -88,7 +88,7 @@ def metadata(agent: Agent) -> dict[str, Any]:
         "dtype": "float64",
         "inputs": list(input_names(agent.name)),
         "outputs": list(cls.export_outputs),
-        "spec": "C7",  # a fixed tag of every record: the C++ planner's calling convention
+        "spec": "docs/migrating.md#the-nodes-call-from-c",  # the C++ node's calling convention
     }
     if "taus" in cls.export_extra_inputs:
         info["num_tau"] = EXPORT_NUM_TAU

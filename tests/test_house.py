@@ -68,7 +68,7 @@ def _defaults(config_class: type) -> dict:
 
 
 def test_run_values_live_only_in_the_yaml_files() -> None:
-    """Issue 21: the run schemas carry types, not values (every field MISSING), so a value is
+    """The run schemas carry types, not values (every field MISSING), so a value is
     written once, in conf/; the composed default config has no MISSING key."""
     import dataclasses
 
@@ -190,11 +190,41 @@ def test_the_citation_pattern_catches_labels_and_nothing_else() -> None:
 
 
 def test_no_citation_of_an_external_specification() -> None:
-    """Code, config and benchmarks cite no section of a specification that is not in the
-    repository: a fact is said in place or cited from the docs (``docs/<page>.md, "Section"``)."""
+    """Code, config, benchmarks, the docs and the README cite no section of a specification
+    that is not in the repository: a fact is said in place or cited from the docs
+    (``docs/<page>.md, "Section"``, or a link to a section)."""
     found = [f"{path.relative_to(ROOT)}:{line}: {match}"
-             for path in _code_files(*_CODE_ROOTS)
+             for path in _code_files(*_CODE_ROOTS, "docs", "README.md")
              for line, match in _external_citations(path.read_text())]  # fmt: skip
+    assert found == []
+
+
+def _anchor(heading: str) -> str:
+    """The link anchor a Markdown page gives ``heading`` (GitHub's rule: lower case, spaces to
+    hyphens, punctuation dropped)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_exported_files_name_their_calling_convention_by_a_doc_section() -> None:
+    """The ``spec`` record of an exported planner file is ``docs/<page>.md#<anchor>``, a
+    section of the docs that describes the C++ node's call."""
+    from marinenav.export import metadata
+    from marinenav.training.factory import build_agent
+    from tests.run_utils import tiny_config
+
+    spec = metadata(build_agent(tiny_config("agent=dqn").agent, "cpu", run_seed=0))["spec"]
+    page, _, anchor = spec.partition("#")
+    assert page.startswith("docs/") and (ROOT / page).is_file(), spec
+    assert anchor in [_anchor(h) for h in _headings(ROOT / page)], spec
+
+
+def test_tests_cite_behaviour_not_issue_numbers() -> None:
+    """A test says what it checks; an issue number points at a tracker the reader may not
+    have."""
+    pattern = re.compile(r"\bissues?\s*#?\d+", re.IGNORECASE)
+    found = [f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+             for path in sorted((ROOT / "tests").glob("*.py"))
+             for text in [path.read_text()] for m in pattern.finditer(text)]  # fmt: skip
     assert found == []
 
 
