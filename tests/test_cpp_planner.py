@@ -1,4 +1,4 @@
-"""The original's C++ planner node's call, from C++ (issue 22): ``cpp/planner_call`` loads a
+"""The original's C++ planner node's call, from C++: ``cpp/planner_call`` loads a
 planner file with libtorch and calls it as the node's ``RL_agent::computeAction`` does (one robot
 at a time, ``model.forward({std::tuple(self_state, objects, mask)})`` in float64, ``taus`` after
 the tuple for IQN, SAC's ``(mu, log_std)`` tuple, Rainbow's categorical support), and its outputs

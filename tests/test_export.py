@@ -368,7 +368,7 @@ def test_export_takes_the_planners_tuple_at_any_batch(name: str, tmp_path: Path)
 
 
 def test_command_line_refuses_an_out_that_is_a_file_or_under_one(tmp_path: Path, capsys) -> None:
-    """Issue 20: ``--out`` naming a file, or a path under a file, is refused in one line naming
+    """``--out`` naming a file, or a path under a file, is refused in one line naming
     ``--out`` (exit 2, no traceback) before anything is loaded or written; the file is kept."""
     run = tmp_path / "run"
     run.mkdir()
@@ -422,7 +422,7 @@ print(json.dumps({"scripted": len(scripted), "escaped": escaped, "other": other}
 
 
 def test_the_test_run_filters_torchs_script_method_warnings_and_only_those() -> None:
-    """Issue 20: the ``torch.jit.script_method is deprecated`` warnings (14 with torch 2.13)
+    """The ``torch.jit.script_method is deprecated`` warnings (14 with torch 2.13)
     come from torch's own mkldnn module when torch.compile imports it; pyproject's pytest
     filters silence exactly that message, not other deprecations."""
     result = subprocess.run(

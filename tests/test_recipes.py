@@ -243,7 +243,7 @@ def intervals(value: int, first: int | None = None) -> dict[str, int]:
 
 
 def test_unset_intervals_are_a_tenth_of_the_budget_and_a_set_one_wins() -> None:
-    """Issue 20: the fast recipe leaves the evaluation and checkpoint intervals null, so they
+    """The fast recipe leaves the evaluation and checkpoint intervals null, so they
     are a tenth of the budget rounded up to whole batched steps (56,000 for AC-IQN's 560k,
     80,000 for the shared 800k of an agent without a part, 5,008 for the README's five-minute
     50,000 of 16 environments); a value on the command line wins; recipe=paper keeps the

@@ -260,7 +260,7 @@ def test_memory_estimate_counts_the_learners_data(monkeypatch) -> None:
 
 
 def test_train_log_holds_the_trainers_messages_and_torchrl_stays_quiet(tmp_path: Path) -> None:
-    """Issue 20: the run's train.log (Hydra's job logging) records the start line, every
+    """The run's train.log (Hydra's job logging) records the start line, every
     evaluation and the summary; the terminal shows each message once, and no torchrl INFO line
     ("Initialized LazyTensorStorage ...") on either stream."""
     run = tmp_path / "run"
@@ -297,7 +297,7 @@ def test_multirun_sweep_gives_each_run_its_own_directory(tmp_path: Path) -> None
     runs = sorted(p.parent for p in (tmp_path / "sweep").glob("*/evaluations.jsonl"))
     assert len(runs) == 4
     assert all((run / "checkpoint.pt").is_file() for run in runs)
-    # issue 20: the sweep's table, one row per job in job order, from Hydra's own records
+    # the sweep's table, one row per job in job order, from Hydra's own records
     from marinenav.viz.runs import expand_run_dirs, run_row
 
     rows = [run_row(run) for run in expand_run_dirs([tmp_path / "sweep"])]

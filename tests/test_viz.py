@@ -230,7 +230,7 @@ def test_one_evaluation_draws_markers_and_says_no_success(tmp_path: Path) -> Non
 
 
 def test_per_stage_curves_draw_only_the_stages_a_run_had(tmp_path: Path) -> None:
-    """Issue 20: a one-stage run (curriculum=stage0 records stage 0 only) draws one stage panel,
+    """A one-stage run (curriculum=stage0 records stage 0 only) draws one stage panel,
     not six with five empty; records without stage rates draw one panel saying so."""
     from marinenav.viz.curves import aggregate, draw_stage_curves, load_runs
 

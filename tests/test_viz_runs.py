@@ -1,4 +1,4 @@
-"""``python -m marinenav.viz runs`` and sweep directories (issue 20): a table of several runs
+"""``python -m marinenav.viz runs`` and sweep directories: a table of several runs
 or a whole sweep (agent, seed, overrides, timesteps, wall clock, last and best validation
 success with Wilson intervals and episode counts), and ``viz curves`` taking a sweep directory
 or its ``SWEEP/*`` glob, on Hydra-like sweeps written here by hand."""
