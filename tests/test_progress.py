@@ -59,8 +59,7 @@ def test_plain_progress_line_shows_the_postfix_and_a_resumed_pace() -> None:
     clock.now += 0.1
     progress.update(50)
     assert stream.getvalue() == (
-        "510,000 / 560,000 steps (91%), 0:00:20 elapsed, 0:01:40 left; steps/s=500, "
-        "success=0.45\n"
+        "510,000 / 560,000 steps (91%), 0:00:20 elapsed, 0:01:40 left; steps/s=500, success=0.45\n"
     )
 
 
