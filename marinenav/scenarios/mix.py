@@ -16,10 +16,11 @@ The evaluation set is each part's own, in order (a part's ``layout_part`` on eac
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
+from omegaconf import MISSING
 from torch import Tensor
 
 from marinenav.scenarios.base import ScenarioLayout, make_layout, register_layout
@@ -31,8 +32,9 @@ NOT_MIXABLE = ("mix", "files")  # a part cannot be a mix, nor episodes read from
 
 @dataclass
 class MixConfig:
-    # part name -> {"layout": a layout's name, "weight": > 0, "options": that layout's options}
-    parts: dict[str, Any] = field(default_factory=dict)
+    # part name -> {"layout": a layout's name, "weight": > 0, "options": that layout's options};
+    # required: the parts live in conf/scenario/mix.yaml (they follow the run's curriculum)
+    parts: dict[str, Any] = MISSING
 
 
 def _gated(rule, part: int):
@@ -55,7 +57,7 @@ class MixLayout(ScenarioLayout):
 
     def __init__(self, config: MixConfig | None = None) -> None:
         c = config or MixConfig()
-        if not c.parts:
+        if c.parts == MISSING or not c.parts:
             raise ValueError("scenario.parts is empty: give at least one part")
         self.part_names: list[str] = []
         self.layouts: list[ScenarioLayout] = []

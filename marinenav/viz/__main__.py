@@ -123,6 +123,34 @@ def _parser() -> argparse.ArgumentParser:
         "runs", help="tabulate runs or a whole sweep: agent, seed, overrides, last and best success"
     )
     runs.add_argument("run_dirs", type=Path, nargs="+", help="run or sweep directories")
+    runs.add_argument(
+        "--score", choices=("auto", "large", "validation"), default="auto",
+        help="what the aggregate rows score: the last checkpoint on the large set "
+             "(evaluation_large.json), the last validation, or auto (large where every run of "
+             "the group has it)",
+    )
+    compare = commands.add_parser(
+        "compare",
+        help="recipes over seeds: IQM, mean, median with bootstrap intervals, worst run, "
+             "probability of improvement, performance profiles (rliable)",
+    )
+    compare.add_argument(
+        "groups", nargs="+",
+        help="one recipe's runs each: a sweep directory, a directory of run directories, a run "
+             "directory, or a quoted glob of run directories",
+    )
+    compare.add_argument("--labels", nargs="+", default=None, help="a label per group")
+    compare.add_argument(
+        "--score", choices=("auto", "large", "validation"), default="auto",
+        help="as for runs (auto: the large set where every run has it, else validation)",
+    )
+    compare.add_argument(
+        "--reps", type=int, default=50_000,
+        help="bootstrap resamples of the aggregates (default 50,000; P(X > Y) at most 2,000)",
+    )
+    compare.add_argument(
+        "--out", type=Path, default=Path("performance_profiles.png"), help="image file"
+    )
     quality = commands.add_parser(
         "time-to-quality",
         help="minutes until the validation success reaches a level and stays; success vs clock",
@@ -272,9 +300,49 @@ def _time_to_quality(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     print(plot_quality(runs, args.level, args.out))
 
 
+def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    from marinenav.aggregate import aggregate, aggregate_table, improvement_table, run_score
+    from marinenav.viz.compare import group_runs, plot_performance_profiles
+
+    labels = args.labels or list(args.groups)
+    if len(labels) != len(args.groups):
+        parser.error(f"{len(labels)} labels for {len(args.groups)} groups")
+    if len(set(labels)) != len(labels):
+        parser.error("two groups have the same label; name them with --labels")
+    if args.reps < 100:
+        parser.error(f"--reps must be at least 100, got {args.reps}")
+    groups = []
+    for spec, label in zip(args.groups, labels, strict=True):
+        try:
+            runs = group_runs(spec)
+            scores = [run_score(run_dir, args.score) for run_dir in runs]
+            if args.score == "auto" and len({s.source for s in scores}) > 1:
+                scores = [run_score(run_dir, "validation") for run_dir in runs]
+            groups.append(aggregate(label, scores, reps=args.reps))
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(str(error))
+    print(aggregate_table(groups))
+    if len(groups) > 1:
+        print()
+        print(improvement_table(groups, reps=min(args.reps, 2_000)))
+    print(plot_performance_profiles(groups, args.out))
+
+
+def _runs(args: argparse.Namespace) -> None:
+    from marinenav.aggregate import aggregate_table
+    from marinenav.viz.compare import sweep_aggregates
+    from marinenav.viz.runs import runs_table
+
+    print(runs_table(args.run_dirs))
+    groups = sweep_aggregates(args.run_dirs, args.score)
+    if groups:
+        print()
+        print(aggregate_table(groups))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (argparse exits with 2 on errors)."""
-    from marinenav.viz.runs import expand_run_dirs, runs_table
+    from marinenav.viz.runs import expand_run_dirs
 
     parser = _parser()
     args = parser.parse_args(argv)
@@ -286,12 +354,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "cases":
         _cases(args, parser)
         return 0
+    if args.command == "compare":
+        _compare(args, parser)
+        return 0
     try:  # sweep directories become their runs; files (multirun.yaml) are skipped
         args.run_dirs = expand_run_dirs(args.run_dirs)
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     if args.command == "runs":
-        print(runs_table(args.run_dirs))
+        _runs(args)
     elif args.command == "time-to-quality":
         _time_to_quality(args, parser)
     else:

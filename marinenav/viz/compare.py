@@ -1,0 +1,111 @@
+"""Comparing recipes over seeds: ``python -m marinenav.viz compare`` and the aggregate rows of
+``python -m marinenav.viz runs``.
+
+``python -m marinenav.viz compare GROUP [GROUP ...] [--labels L ...] [--out profiles.png]``
+takes each ``GROUP`` as the runs of one recipe: a sweep directory (its jobs), a directory of
+run directories (``results/recipes/ac_iqn``: ``seed0``, ``seed1``, ...), one run directory, or a
+quoted glob of run directories (``'results/recipes/ac_iqn/candidates/b256_336k_seed*'``). It
+prints the aggregate table of :mod:`marinenav.aggregate` (IQM, mean, median with stratified
+bootstrap 95% intervals, worst run), the probability of improvement of every group over every
+other, and draws the groups' performance profiles (fraction of runs whose score exceeds each
+success level tau, with bootstrap bands).
+
+``viz runs`` groups the runs it lists by agent and overrides (the seed and Hydra's own keys left
+out) and adds the same aggregate row for each group.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from marinenav.aggregate import Aggregate, ScoreSource, aggregate, performance_profiles, run_score
+from marinenav.viz.curves import run_config
+from marinenav.viz.runs import expand_run_dirs, run_overrides
+
+TAUS = np.linspace(0.0, 1.0, 401)  # success levels of the performance profiles
+
+
+def group_runs(spec: str) -> list[Path]:
+    """The run directories of one ``compare`` argument: a path (run, sweep, or directory of
+    runs; :func:`marinenav.viz.runs.expand_run_dirs`) or a glob pattern of them. Raises
+    ``FileNotFoundError`` for a pattern that matches nothing."""
+    if any(char in spec for char in "*?[") and not Path(spec).exists():
+        matches = sorted(glob.glob(spec))
+        if not matches:
+            raise FileNotFoundError(f"{spec} matches no run directory")
+        return expand_run_dirs(matches)
+    return expand_run_dirs([spec])
+
+
+def recipe_key(run_dir: Path) -> str:
+    """What makes two runs the same recipe in ``viz runs``: the agent and the command-line
+    overrides, the seed and Hydra's own keys (``hydra.*``) left out."""
+    config = run_config(run_dir)
+    agent = config.get("agent", {}).get("name", "?") if isinstance(config, dict) else "?"
+    overrides = [
+        item for item in run_overrides(run_dir)
+        if not item.lstrip("+~").startswith(("seed=", "hydra.", "agent="))
+    ]  # fmt: skip
+    return " ".join([f"agent={agent}", *overrides])
+
+
+def sweep_aggregates(
+    run_dirs: Sequence[Path], source: ScoreSource = "auto", reps: int = 50_000
+) -> list[Aggregate]:
+    """One :class:`~marinenav.aggregate.Aggregate` per recipe among ``run_dirs``
+    (:func:`recipe_key`), in order of first appearance; runs without an evaluation are left
+    out. A group mixing large-set and validation scores is scored on validation (each run has
+    that)."""
+    groups: dict[str, list[Path]] = {}
+    for run_dir in run_dirs:
+        groups.setdefault(recipe_key(run_dir), []).append(run_dir)
+    result = []
+    for key, members in groups.items():
+        scores = []
+        for run_dir in members:
+            try:
+                scores.append(run_score(run_dir, source))
+            except FileNotFoundError:
+                continue  # not evaluated yet: the run table says so
+        if not scores:
+            continue
+        if source == "auto" and len({s.source for s in scores}) > 1:
+            scores = [run_score(s.run_dir, "validation") for s in scores]
+        result.append(aggregate(key, scores, reps=reps))
+    return result
+
+
+def plot_performance_profiles(
+    groups: Sequence[Aggregate], out: str | Path, reps: int = 2_000
+) -> Path:
+    """The groups' performance profiles: the fraction of runs whose score exceeds each success
+    level tau in [0, 1], a line per group with its bootstrap 95% band."""
+    profiles, bands = performance_profiles(groups, TAUS, reps=reps)
+    fig = Figure(figsize=(7, 4.5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for group in groups:
+        n = len(group.runs)
+        line = ax.plot(TAUS, profiles[group.label], label=f"{group.label} ({n} runs)")[0]
+        low, high = bands[group.label]
+        ax.fill_between(TAUS, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+    source = "large set" if groups and groups[0].runs[0].source == "large" else "validation"
+    ax.set_xlabel(f"success rate of the last checkpoint ({source}), tau")
+    ax.set_ylabel("fraction of runs with success > tau")
+    lowest = min(run.score for group in groups for run in group.runs)
+    ax.set_xlim(max(0.0, math.floor((lowest - 0.05) * 20) / 20), 1.0)  # from below the worst
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out
