@@ -21,6 +21,16 @@
     prints a table of the runs: agent, seed, overrides, timesteps, wall clock, last and best
     validation success with Wilson 95% intervals (``marinenav.viz.runs``).
 
+    With several runs of one recipe (same agent and overrides, other seeds) it adds a row per
+    recipe: IQM, mean and median of the runs' last-checkpoint success with stratified bootstrap
+    95% intervals and the worst run (``--score auto|large|validation``; rliable).
+
+``python -m marinenav.viz compare GROUP [GROUP ...] [--labels L ...] [--out profiles.png]``
+    recipes over seeds (``marinenav.viz.compare``): each ``GROUP`` is one recipe's runs (a
+    sweep, a directory of runs, or a quoted glob); prints the IQM, mean and median with
+    stratified bootstrap intervals and the worst run, the probability that each recipe's run
+    beats another's, and draws the performance profiles.
+
 ``python -m marinenav.viz cases METRICS.json [...] --labels L ... --out imazu_cases.png``
     draws a table figure of per-case results of encounter sets (``evaluate --scenario imazu
     --out METRICS.json``): one row per file, a cell per case, solved and COLREGs kept, solved
