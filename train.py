@@ -55,6 +55,34 @@ def run_and_report(func):
 hydra._internal.utils.run_and_report = run_and_report
 
 
+CONFIG_DIR = Path(__file__).resolve().parent / "conf"
+
+
+def explain_command(argv: list[str]) -> int:
+    """``python train.py [KEY=VALUE ...] --explain KEY [KEY ...]``: for each key (or every key
+    under a node, ``agent``), the value the command's run would get, the file (or command-line
+    override) that set it and what it replaced (:mod:`marinenav.training.provenance`). Trains
+    nothing; exit status 2 on a bad command line or key."""
+    from hydra import compose, initialize_config_dir
+
+    from marinenav.training.provenance import explain, value_sources
+
+    keys = [arg for arg in argv[argv.index("--explain") + 1 :] if "=" not in arg]
+    overrides = [arg for arg in argv if arg != "--explain" and arg not in keys]
+    if not keys:
+        print("error: --explain needs a key (agent.lr; a node such as agent lists all of its "
+              "keys)", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            final = compose("config", overrides=overrides)
+            print(explain(value_sources(overrides), keys, final))
+    except Exception as error:  # noqa: BLE001 (a bad override or key: one line, as a run)
+        print(f"error: {one_line(error).strip(chr(39))}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def resume_command(run_dir: Path) -> str:
     """The command line that continues this run in its own directory."""
     kept = [
@@ -76,6 +104,11 @@ def save_hydra_config(cfg: DictConfig, run_dir: Path) -> None:
     for name, node in (("config.yaml", cfg), ("hydra.yaml", hydra_cfg),
                        ("overrides.yaml", hydra_cfg.hydra.overrides.task)):  # fmt: skip
         (directory / name).write_text(OmegaConf.to_yaml(node), encoding="utf-8")
+    # where each value came from (python train.py ... --explain KEY tells the same)
+    from marinenav.training.provenance import sources_yaml, value_sources
+
+    overrides = list(hydra_cfg.hydra.overrides.task)
+    (directory / "sources.yaml").write_text(sources_yaml(value_sources(overrides)), "utf-8")
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
@@ -110,4 +143,6 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    if "--explain" in sys.argv[1:]:
+        sys.exit(explain_command(sys.argv[1:]))
     main()

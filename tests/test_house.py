@@ -87,30 +87,32 @@ def test_run_values_live_only_in_the_yaml_files() -> None:
 
 
 @pytest.mark.parametrize("kind", ["agent", "scenario"])
-def test_agent_and_layout_yaml_files_repeat_the_dataclass_defaults(kind: str) -> None:
-    """The options used from Python (agent and layout dataclasses) hold the defaults; their YAML
-    files show the same values (a value interpolated from another group is the random layout's
-    curriculum, compared below)."""
+def test_agent_and_layout_options_are_stated_once(kind: str) -> None:
+    """An agent's or a layout's options have their defaults in its dataclass (used from Python
+    too); its YAML file selects that schema and repeats none of them. What a file may state: a
+    value the dataclass requires (``???`` there: the mix's parts), a value interpolated from
+    another group (the random layout follows the curriculum), and a ``_global_`` file's other
+    groups (a layout's slot needs)."""
     from marinenav.agents import agent_class
     from marinenav.scenarios import layout_class
 
     for path in sorted((ROOT / "conf" / kind).glob("*.yaml")):
         values = _yaml_values(path)
-        if kind == "scenario" and "scenario" in values:  # a _global_ file: its own part
-            values = values["scenario"]
-        name = values.pop("name")
-        assert name == path.stem
-        cls = agent_class(name).config_class if kind == "agent" else layout_class(name).Config
+        if kind == "scenario" and "scenario" in values or "env" in values:  # a _global_ file
+            values = values.get("scenario", {})
+        assert f"/schema/{kind}/{path.stem}@" in path.read_text(), path.name
+        cls = agent_class(path.stem).config_class if kind == "agent" else layout_class(
+            path.stem
+        ).Config
         defaults = _defaults(cls)
         for key, value in values.items():
+            if key == "name" and value == path.stem:
+                continue
             if isinstance(value, str) and value.startswith("${"):
                 continue
-            if value == "???":  # required, no default
-                assert defaults[key] == "???", (path.name, key)
-                continue
-            if defaults[key] == "???":  # required in Python: the YAML file states it, once
-                continue
-            assert value == defaults[key], (path.name, key, value, defaults[key])
+            assert defaults[key] == "???", (
+                f"{path.name} repeats {key}={value!r}: its default lives in {cls.__name__}"
+            )
 
 
 def test_the_paper_curriculum_is_one_schedule() -> None:

@@ -6,8 +6,8 @@ starts. The run's values live in one place, the YAML files: the schemas here giv
 type and meaning and no value (``MISSING``: a key no file sets fails when read). An agent's and
 a scenario layout's options are the exception: their dataclasses (``<Agent>.config_class``,
 ``<Layout>.Config``) are used from Python directly and hold the defaults, and
-``tests/test_house.py`` checks that ``conf/agent/*.yaml`` and ``conf/scenario/*.yaml`` repeat
-them exactly.
+their YAML files only select them (``tests/test_house.py`` checks that none repeats a default).
+:mod:`marinenav.training.provenance` tells which file set each value (``--explain KEY``).
 :func:`marinenav.training.validation.validate` adds the checks Hydra cannot make (sizes,
 curriculum against slots).
 
