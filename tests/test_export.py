@@ -423,6 +423,24 @@ def test_command_line_writes_the_formats_asked_for(trained_run: Path, tmp_path: 
     assert not (tmp_path / "none").exists()
 
 
+def test_command_line_refuses_pt2_without_a_compiler(
+    trained_run: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a C++ compiler AOTInductor cannot build a package: one line, nothing written."""
+    from torch._inductor import cpp_builder
+    from torch._inductor.exc import InvalidCxxCompiler
+
+    def no_compiler() -> str:
+        raise InvalidCxxCompiler()
+
+    monkeypatch.setattr(cpp_builder, "get_cpp_compiler", no_compiler)
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(trained_run), "--out", str(tmp_path / "out"), "--format", "pt2"])
+    assert exit_info.value.code == 2
+    assert "--format pt2 needs a C++ compiler for AOTInductor" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_command_line_writes_a_pt2_package(trained_run: Path, tmp_path: Path, capsys) -> None:
     """``--format pt2`` compiles the run's agent into ``DQN_model.pt2``, which acts as the
