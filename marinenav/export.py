@@ -154,10 +154,10 @@ def export_metadata(path: str | Path) -> dict[str, Any]:
     :func:`export_pt2` (``.pt2``) or :func:`export_onnx` (``.onnx``); ``{}`` for a file
     without one."""
     path = Path(path)
-    if path.suffix == ".pt2":
+    if path.suffix == FORMATS["pt2"]:
         record = torch._inductor.aoti_load_package(str(path)).get_metadata().get(METADATA_FILE)
         return json.loads(record) if record else {}
-    if path.suffix == ".onnx":
+    if path.suffix == FORMATS["onnx"]:
         import onnx
 
         props = {p.key: p.value for p in onnx.load(str(path)).metadata_props}

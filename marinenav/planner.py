@@ -46,6 +46,7 @@ from tensordict.utils import NestedKey
 from marinenav.agents import agent_class
 from marinenav.planner_convention import (
     EXPORT_NUM_TAU,
+    FORMATS,
     METADATA_FILE,
     agent_type_name,
     example_inputs,
@@ -221,9 +222,9 @@ def load_planner(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no planner file at {path}")
-    if path.suffix == ".pt2":
+    if path.suffix == FORMATS["pt2"]:
         module, metadata = _read_package(path)
-    elif path.suffix == ".onnx":
+    elif path.suffix == FORMATS["onnx"]:
         module, metadata = _read_onnx(path)
     else:
         module, metadata = _read_torchscript(path)
@@ -253,7 +254,7 @@ def load_planner(
             own_name = None
         if own_name is not None and own_name != name:
             raise PlannerLoadError(f"{misfit} {own_source} says {own_name}")
-    if path.suffix == ".pt2":
+    if path.suffix == FORMATS["pt2"]:
         module = PackagePlanner(module, tuple(tuple(x.shape[1:]) for x in example_inputs(name)))
     check_planner_io(module, name, misfit)
     if isinstance(module, torch.jit.ScriptModule):

@@ -18,39 +18,18 @@
 //   action ROBOT VALUES...                           the action: an index, or two values in (-1, 1)
 //   rate ROBOT LEFT RIGHT                            the thrust change rates (N/s) the node applies
 // and "error: ..." on stderr with exit code 1 for bad arguments, input or module calls.
-// planner_node.h holds what the node does around the call; pt2_main.cpp is the same program for
-// an AOTInductor package.
-
-#include <torch/script.h>
+// planner_node.h holds what the node does around the call, torchscript_call.h the call;
+// pt2_main.cpp is the same program for an AOTInductor package.
 
 #include <memory>
 #include <string>
-#include <tuple>
-#include <vector>
 
 #include "planner_node.h"
+#include "torchscript_call.h"
 
-namespace {
-
-// The module's outputs in order: a tuple's elements, or the one tensor.
-std::vector<at::Tensor> as_tensors(const torch::jit::IValue& value) {
-  if (!value.isTuple()) return {value.toTensor()};
-  std::vector<at::Tensor> tensors;
-  for (const auto& element : value.toTuple()->elements()) tensors.push_back(element.toTensor());
-  return tensors;
+int main(int argc, char** argv) {
+  return planner_node::run(argc, argv, [](const std::string& path) {
+    return planner_node::torchscript_forward(
+        std::make_shared<torch::jit::script::Module>(torch::jit::load(path)));
+  });
 }
-
-planner_node::Forward load_torchscript(const std::string& path) {
-  auto model = std::make_shared<torch::jit::script::Module>(torch::jit::load(path));
-  return [model](const planner_node::Inputs& in) {
-    // Forward to RL agent, as the node does: one tuple argument, then IQN's taus
-    std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> tensorTuple(
-        in.self_state, in.object_states, in.object_masks);
-    if (in.taus.defined()) return as_tensors(model->forward({tensorTuple, in.taus}));
-    return as_tensors(model->forward({tensorTuple}));
-  };
-}
-
-}  // namespace
-
-int main(int argc, char** argv) { return planner_node::run(argc, argv, load_torchscript); }

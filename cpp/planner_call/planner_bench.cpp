@@ -17,18 +17,17 @@
 //   decision FORMAT US US ...      each timed decision, microseconds
 // and "error: ..." on stderr with exit code 1.
 
-#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <ATen/Parallel.h>
-#include <torch/script.h>
 
 #include <chrono>
 #include <iostream>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
+#include "package_call.h"
 #include "planner_node.h"
+#include "torchscript_call.h"
 
 namespace {
 
@@ -38,21 +37,10 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::vector<at::Tensor> as_tensors(const torch::jit::IValue& value) {
-  if (!value.isTuple()) return {value.toTensor()};
-  std::vector<at::Tensor> tensors;
-  for (const auto& element : value.toTuple()->elements()) tensors.push_back(element.toTensor());
-  return tensors;
-}
-
 planner_node::Forward load(const std::string& format, const std::string& path) {
   if (format == "pt2") {
-    auto loader = std::make_shared<torch::inductor::AOTIModelPackageLoader>(path);
-    return [loader](const planner_node::Inputs& in) {
-      std::vector<at::Tensor> inputs = {in.self_state, in.object_states, in.object_masks};
-      if (in.taus.defined()) inputs.push_back(in.taus);
-      return loader->run(inputs);
-    };
+    return planner_node::package_forward(
+        std::make_shared<torch::inductor::AOTIModelPackageLoader>(path));
   }
   if (format != "torchscript" && format != "torchscript-frozen") {
     throw std::runtime_error("unknown format " + format + " (torchscript, torchscript-frozen, pt2)");
@@ -63,12 +51,7 @@ planner_node::Forward load(const std::string& format, const std::string& path) {
     torch::jit::Module frozen = torch::jit::freeze(*model);
     *model = torch::jit::optimize_for_inference(frozen);
   }
-  return [model](const planner_node::Inputs& in) {
-    std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> tensorTuple(
-        in.self_state, in.object_states, in.object_masks);
-    if (in.taus.defined()) return as_tensors(model->forward({tensorTuple, in.taus}));
-    return as_tensors(model->forward({tensorTuple}));
-  };
+  return planner_node::torchscript_forward(model);
 }
 
 // BATCH robots of random inputs (fixed seed): i % 6 objects present in row i, the rest zero.

@@ -9,29 +9,19 @@
 // The package takes the node's tensors as separate float64 inputs, [N, 7], [N, 5, 5], [N, 5]
 // (and IQN's taus [N, 32]), any batch N, and returns its outputs as a vector in order.
 
-#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
-
 #include <iostream>
 #include <memory>
 #include <string>
-#include <vector>
 
+#include "package_call.h"
 #include "planner_node.h"
 
-namespace {
-
-planner_node::Forward load_package(const std::string& path) {
-  auto loader = std::make_shared<torch::inductor::AOTIModelPackageLoader>(path);
-  const auto metadata = loader->get_metadata();
-  const auto record = metadata.find("marinenav_export.json");
-  std::cout << "record " << (record == metadata.end() ? "{}" : record->second) << '\n';
-  return [loader](const planner_node::Inputs& in) {
-    std::vector<at::Tensor> inputs = {in.self_state, in.object_states, in.object_masks};
-    if (in.taus.defined()) inputs.push_back(in.taus);
-    return loader->run(inputs);
-  };
+int main(int argc, char** argv) {
+  return planner_node::run(argc, argv, [](const std::string& path) {
+    auto loader = std::make_shared<torch::inductor::AOTIModelPackageLoader>(path);
+    const auto metadata = loader->get_metadata();
+    const auto record = metadata.find("marinenav_export.json");
+    std::cout << "record " << (record == metadata.end() ? "{}" : record->second) << '\n';
+    return planner_node::package_forward(loader);
+  });
 }
-
-}  // namespace
-
-int main(int argc, char** argv) { return planner_node::run(argc, argv, load_package); }
