@@ -3,7 +3,8 @@
 ``python -m marinenav.evaluate RUN_DIR [--set paper|large] [--scenario LAYOUT | --scenarios
 FILE ...]`` loads the run's agent from its checkpoint; ``python -m marinenav.evaluate --planner
 FILE.pt [--agent-type ac_iqn]`` loads a TorchScript planner (the original's
-``traced_*_model.pt`` or our export, :mod:`marinenav.planner`); ``python -m marinenav.evaluate
+``traced_*_model.pt`` or our export, :mod:`marinenav.planner`; our ``.pt2`` and ``.onnx`` exports
+load the same way); ``python -m marinenav.evaluate
 --baseline apf|mpc [--variant textbook|original]`` builds the original's APF or MPC planner
 (:mod:`marinenav.baselines`). Each runs an evaluation set (the run's own ``eval_configs.json``
 by default; a named set, :data:`EVALUATION_SETS`, of the random scenarios or of another layout,
@@ -206,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m marinenav.evaluate", description=__doc__.splitlines()[0]
     )
     parser.add_argument("run_dir", nargs="?", help="a training run directory (holds checkpoint.pt)")
-    parser.add_argument("--planner", help="a TorchScript planner file instead of a run")
+    parser.add_argument("--planner",
+                        help="a planner file (TorchScript, .pt2 or .onnx) instead of a run")
     parser.add_argument("--baseline", choices=tuple(BASELINES),
                         help="a classical planner of the original instead of a run")
     parser.add_argument("--variant", default="textbook",

@@ -1,4 +1,4 @@
-"""TorchScript planners as batched policies: the original's trained files and our exports alike.
+"""Planner files as batched policies: the original's trained files and our exports alike.
 
 A *planner file* is a float64 TorchScript module in the calling convention of the original's C++
 planner (docs/migrating.md, "The node's call, from C++"; :mod:`marinenav.planner_convention`):
@@ -10,6 +10,11 @@ TorchRL policy that acts on ``MarineNavEnv`` observations of any batch shape wit
 action rule: the agent class's ``planner_action`` (``marinenav.agents``; e.g. the actor's output, an
 argmax of action values, the mean of quantiles, ``sum_z z p`` on the support recorded in the file's
 metadata).
+
+Our exports in the other formats load the same way, by their suffix: an AOTInductor package
+(``.pt2``, :class:`PackagePlanner`) and an ONNX model (``.onnx``, :class:`OnnxPlanner`, run by
+ONNX Runtime); each is wrapped to be called as the TorchScript module is, so
+:class:`PlannerPolicy` and everything above it do not tell them apart.
 
 Two choices make a planner deterministic for exact comparisons: ``taus="midpoints"`` feeds the
 fixed fractions ``(i + 0.5) / 32`` instead of ``taus ~ U(0, 1)`` (the planner's rule), and
@@ -29,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +46,7 @@ from tensordict.utils import NestedKey
 from marinenav.agents import agent_class
 from marinenav.planner_convention import (
     EXPORT_NUM_TAU,
+    FORMATS,
     METADATA_FILE,
     agent_type_name,
     example_inputs,
@@ -62,44 +69,165 @@ DEFAULT_OUT_KEY: NestedKey = ("agents", "action")
 #: layer) runs from memory, 2-3x slower per row on the CPU (docs/benchmarks.md).
 DEFAULT_BLOCK_ROWS = 512
 _FILE_NAME = re.compile(r"traced_(?P<type>.+)_model\.pt$")
+#: what :func:`load_planner` returns as the module: called ``module((self_state, objects,
+#: mask), *extra)``, it returns one float64 tensor or a tuple of them
+PlannerModule = Callable[..., Any]
 
 
 class PlannerLoadError(ValueError):
     """A file that is not a usable planner (unreadable, or of unknown agent type)."""
 
 
-def load_planner(
-    path: str | Path, agent_type: str | None = None
-) -> tuple[torch.jit.ScriptModule, str, dict[str, Any]]:
-    """Load a planner file.
+class PackagePlanner:
+    """An AOTInductor package (``.pt2``, :func:`marinenav.export.export_pt2`) called as a
+    TorchScript planner: ``planner((self_state [N, 7], objects [N, 5, 5], mask [N, 5]), *extra)``
+    returns the outputs (float64 ``[N, ...]``; one bare, several as a tuple).
 
-    Args:
-        path: a TorchScript file (the original's ``traced_*_model.pt`` or our export).
-        agent_type: a registered agent name or the original's spelling of it (``"AC_IQN"``);
-            default from the file.
+    The inputs are cast to contiguous float64 CPU tensors and their sizes after the batch are
+    checked against ``input_shapes`` before the call: the compiled code reads its inputs at the
+    shapes it was compiled for and does not check them itself (unless the environment sets
+    ``AOTI_RUNTIME_CHECK_INPUTS=1``). ``RuntimeError`` for inputs of another number or shape."""
 
-    Returns:
-        ``(module, agent_type, metadata)``: the CPU module in eval mode, the normalised agent
-        name (registry name), and the file's ``marinenav_export.json`` record (``{}`` for
-        the original's files).
+    def __init__(self, package: Any, input_shapes: tuple[tuple[int, ...], ...]) -> None:
+        self.package = package
+        self.input_shapes = input_shapes
+        # flat tensors in, flat outputs out: the package's own __call__ flattens and rebuilds
+        # its argument tree on every call (about 30 us, as long as a small network's forward)
+        self._run = package.loader.run
 
-    Raises:
-        FileNotFoundError: no such file.
-        PlannerLoadError: not a TorchScript file, its agent type cannot be told, or the file
-            does not fit ``agent_type`` (its record, name, inputs or output shapes).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no planner file at {path}")
+    def __call__(self, state: tuple[torch.Tensor, ...], *extra: torch.Tensor) -> Any:
+        inputs = [x.to("cpu", torch.float64).contiguous() for x in (*state, *extra)]
+        shapes = tuple(tuple(x.shape[1:]) for x in inputs)
+        if shapes != self.input_shapes or len({x.shape[0] for x in inputs}) != 1:
+            raise RuntimeError(
+                f"the package takes inputs [N, ...] of sizes {self.input_shapes} after one "
+                f"batch N, got {tuple(tuple(x.shape) for x in inputs)}"
+            )
+        outputs = self._run(inputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+class OnnxPlanner:
+    """An ONNX planner (:func:`marinenav.export.export_onnx`, run by an ONNX Runtime CPU
+    session) called as a TorchScript planner: ``planner((self_state, objects, mask), *extra)``
+    feeds the tensors (as contiguous float64) to the session's inputs in order and returns its
+    outputs as float64 tensors (one bare, several as a tuple). ONNX Runtime's errors (wrong
+    shapes, wrong number of inputs) are raised as ``RuntimeError``."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.input_names = [node.name for node in session.get_inputs()]
+
+    def __call__(self, state: tuple[torch.Tensor, ...], *extra: torch.Tensor) -> Any:
+        inputs = (*state, *extra)
+        if len(inputs) != len(self.input_names):
+            raise RuntimeError(
+                f"the ONNX planner takes {len(self.input_names)} inputs "
+                f"({', '.join(self.input_names)}), got {len(inputs)}"
+            )
+        rows = inputs[0].shape[0]
+        if rows == 0:  # ONNX Runtime cannot reshape an empty batch: run a zero row, keep none
+            inputs = tuple(x.new_zeros(1, *x.shape[1:]) for x in inputs)
+        feeds = {
+            name: x.detach().to("cpu", torch.float64).contiguous().numpy()
+            for name, x in zip(self.input_names, inputs, strict=True)
+        }
+        try:
+            outputs = self.session.run(None, feeds)
+        except Exception as error:  # ONNX Runtime's own exception classes (not RuntimeError)
+            raise RuntimeError(f"ONNX Runtime: {error}") from error
+        tensors = tuple(torch.from_numpy(output)[:rows] for output in outputs)
+        return tensors[0] if len(tensors) == 1 else tensors
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _read_torchscript(path: Path) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
     extra = {METADATA_FILE: ""}
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=DeprecationWarning)
             module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
     except (RuntimeError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise PlannerLoadError(f"{path} is not a TorchScript planner ({reason})") from None
-    metadata: dict[str, Any] = json.loads(extra[METADATA_FILE]) if extra[METADATA_FILE] else {}
+        raise PlannerLoadError(
+            f"{path} is not a TorchScript planner ({_first_line(error)})"
+        ) from None
+    return module, (json.loads(extra[METADATA_FILE]) if extra[METADATA_FILE] else {})
+
+
+def _read_package(path: Path) -> tuple[Any, dict[str, Any]]:
+    try:
+        package = torch._inductor.aoti_load_package(str(path))
+    except Exception as error:  # zip, archive and dlopen errors of several classes
+        raise PlannerLoadError(
+            f"{path} is not an AOTInductor package ({_first_line(error)})"
+        ) from None
+    record = package.get_metadata().get(METADATA_FILE)
+    return package, (json.loads(record) if record else {})
+
+
+def _read_onnx(path: Path) -> tuple[Any, dict[str, Any]]:
+    try:
+        import onnxruntime
+    except ImportError:
+        raise PlannerLoadError(
+            f"{path}: ONNX planners need ONNX Runtime: pip install onnxruntime"
+        ) from None
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()  # the process's torch setting
+    options.inter_op_num_threads = 1
+    try:
+        session = onnxruntime.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as error:  # ONNX Runtime's own exception classes
+        raise PlannerLoadError(f"{path} is not an ONNX planner ({_first_line(error)})") from None
+    fixed = [node.name for node in session.get_inputs() if not isinstance(node.shape[0], str)]
+    if fixed:
+        raise PlannerLoadError(
+            f"{path} has a fixed batch size in {', '.join(fixed)} (an ONNX export from before "
+            "the batch was dynamic): export it again"
+        )
+    record = session.get_modelmeta().custom_metadata_map.get(METADATA_FILE)
+    return OnnxPlanner(session), (json.loads(record) if record else {})
+
+
+def load_planner(
+    path: str | Path, agent_type: str | None = None
+) -> tuple[PlannerModule, str, dict[str, Any]]:
+    """Load a planner file.
+
+    Args:
+        path: a TorchScript file (the original's ``traced_*_model.pt`` or our export), or one of
+            our exports as an AOTInductor package (``.pt2``) or ONNX model (``.onnx``, needs
+            ``onnxruntime``), told by the suffix.
+        agent_type: a registered agent name or the original's spelling of it (``"AC_IQN"``);
+            default from the file.
+
+    Returns:
+        ``(module, agent_type, metadata)``: the module called as the planner calls it, on the
+        CPU (a frozen TorchScript module in eval mode, a :class:`PackagePlanner` or an
+        :class:`OnnxPlanner`), the normalised agent name (registry name), and the file's
+        ``marinenav_export.json`` record (``{}`` for the original's files).
+
+    Raises:
+        FileNotFoundError: no such file.
+        PlannerLoadError: not a planner file of its suffix's format, its agent type cannot be
+            told, or the file does not fit ``agent_type`` (its record, name, inputs or output
+            shapes).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no planner file at {path}")
+    if path.suffix == FORMATS["pt2"]:
+        module, metadata = _read_package(path)
+    elif path.suffix == FORMATS["onnx"]:
+        module, metadata = _read_onnx(path)
+    else:
+        module, metadata = _read_torchscript(path)
     match = _FILE_NAME.search(path.name)
     # what the file says of itself: its record, else (the original's files) its name
     if "agent" in metadata:
@@ -126,12 +254,15 @@ def load_planner(
             own_name = None
         if own_name is not None and own_name != name:
             raise PlannerLoadError(f"{misfit} {own_source} says {own_name}")
+    if path.suffix == FORMATS["pt2"]:
+        module = PackagePlanner(module, tuple(tuple(x.shape[1:]) for x in example_inputs(name)))
     check_planner_io(module, name, misfit)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        # Constants folded, linear + ReLU fused: about 1.4x faster per row on the CPU, the same
-        # outputs to round-off (3e-13 on the IQN planner).
-        module = torch.jit.optimize_for_inference(torch.jit.freeze(module.eval()))
+    if isinstance(module, torch.jit.ScriptModule):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)
+            # Constants folded, linear + ReLU fused: about 1.4x faster per row on the CPU, the
+            # same outputs to round-off (3e-13 on the IQN planner).
+            module = torch.jit.optimize_for_inference(torch.jit.freeze(module.eval()))
     return module, name, metadata
 
 
@@ -146,12 +277,12 @@ def _fits(shape: tuple[int, ...], expected: tuple[int | None, ...]) -> bool:
     )
 
 
-def check_planner_io(module: torch.jit.ScriptModule, agent_type: str, misfit: str) -> None:
+def check_planner_io(module: PlannerModule, agent_type: str, misfit: str) -> None:
     """Run one robot (:func:`marinenav.planner_convention.example_inputs`) through ``module``
     with the inputs of ``agent_type`` and compare its outputs' shapes with the agent class's
     ``export_output_shapes`` (``[1, ...]``); raises :class:`PlannerLoadError` starting with
     ``misfit`` when the module does not take those inputs or gives other shapes. Load time only
-    (a TorchScript call on the CPU)."""
+    (one call on the CPU)."""
     try:
         with torch.no_grad():
             outputs = module(*planner_inputs(example_inputs(agent_type)))
@@ -173,7 +304,7 @@ class PlannerPolicy(TensorDictModuleBase):
     """A planner file acting on ``MarineNavEnv`` observations (any batch shape).
 
     Args:
-        module: the loaded TorchScript planner (:func:`load_planner`).
+        module: the loaded planner (:func:`load_planner`: TorchScript, ``.pt2`` or ONNX).
         agent_type: its agent name (the agent class gives the extra inputs and the action
             rule).
         metadata: the file's export record; the entries the agent's action rule takes (its
@@ -203,7 +334,7 @@ class PlannerPolicy(TensorDictModuleBase):
 
     def __init__(
         self,
-        module: torch.jit.ScriptModule,
+        module: PlannerModule,
         agent_type: str,
         metadata: dict[str, Any] | None = None,
         *,
@@ -314,9 +445,7 @@ class PlannerPolicy(TensorDictModuleBase):
         return tensordict
 
 
-def planner_policy(
-    path: str | Path, agent_type: str | None = None, **kwargs: Any
-) -> PlannerPolicy:
+def planner_policy(path: str | Path, agent_type: str | None = None, **kwargs: Any) -> PlannerPolicy:
     """:func:`load_planner` then :class:`PlannerPolicy` (keyword arguments go to it)."""
     module, name, metadata = load_planner(path, agent_type)
     return PlannerPolicy(module, name, metadata, **kwargs)

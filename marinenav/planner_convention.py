@@ -1,7 +1,9 @@
 """The calling convention of the original's C++ (VRX) planner: how a planner file is named,
 called and read (docs/migrating.md, "The node's call, from C++").
 
-A *planner file* is a float64 TorchScript module. The C++ planner calls
+A *planner file* is a float64 TorchScript module (or the same module as an AOTInductor ``.pt2``
+package or an ONNX model: :data:`FORMATS`, which take the tuple's three tensors and the extra
+inputs as separate inputs). The C++ planner calls
 ``model.forward({tensorTuple})``: one tuple argument
 
 ``x = (self_state (N, 7) f64, object_states (N, 5, 5) f64, object_masks (N, 5) f64)``
@@ -40,6 +42,8 @@ EXTRA_INPUT_EXAMPLES = {
                                          dtype=torch.float64),
 }  # fmt: skip
 RECORD_KEYS = ("agent", "dtype", "inputs", "outputs", "spec", "num_tau")  # metadata of every file
+#: file formats -> their suffix: TorchScript (the original node's), AOTInductor package, ONNX
+FORMATS = {"torchscript": ".pt", "pt2": ".pt2", "onnx": ".onnx"}
 
 
 @functools.cache
@@ -64,6 +68,17 @@ def agent_type_name(agent_type: str) -> str:
 def planner_file_name(agent_type: str) -> str:
     """``traced_<model_type>_model.pt``, the file name the original's planner loads."""
     return f"traced_{agent_class(agent_type_name(agent_type)).model_type}_model.pt"
+
+
+def export_file_name(agent_type: str, fmt: str = "torchscript") -> str:
+    """The file name of an export in format ``fmt`` (:data:`FORMATS`): the original's
+    ``traced_<model_type>_model.pt`` for TorchScript, ``<model_type>_model.pt2`` /
+    ``<model_type>_model.onnx`` for the others."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "torchscript":
+        return planner_file_name(agent_type)
+    return f"{agent_class(agent_type_name(agent_type)).model_type}_model{FORMATS[fmt]}"
 
 
 def example_inputs(agent_type: str, num_objects: int = 1) -> tuple[torch.Tensor, ...]:

@@ -4,16 +4,20 @@ at a time, ``model.forward({std::tuple(self_state, objects, mask)})`` in float64
 the tuple for IQN, SAC's ``(mu, log_std)`` tuple, Rainbow's categorical support), and its outputs
 and actions are compared with the Python loader's (:mod:`marinenav.planner`) on the same inputs,
 for the original's planner files (``tests/data/pretrained/``) and our export of every agent.
+``planner_call_pt2`` does the same with our AOTInductor packages (``.pt2``, issue 35) through
+``torch::inductor::AOTIModelPackageLoader``, checked also against the TorchScript export of the
+same agent (outputs to 1e-9); the comparison is shown to catch wrong callers.
 
-The program is built once per session with CMake against the libtorch that the torch wheel
+The programs are built once per session with CMake against the libtorch that the torch wheel
 ships (``torch.utils.cmake_prefix_path``), in pytest's cache directory (``.pytest_cache/d/``;
-CMake rebuilds it when the source changes). The test is skipped, with the reason, where no C++
-compiler or CMake is found or the wheel has no usable libtorch CMake config; a compile error
-fails it."""
+CMake rebuilds them when the source changes). The tests are skipped, with the reason, where no
+C++ compiler or CMake is found or the wheel has no usable libtorch CMake config; a compile error
+fails them."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -21,8 +25,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -33,11 +39,11 @@ from marinenav.planner import PlannerPolicy, load_planner
 from marinenav.planner_convention import (
     EXPORT_NUM_TAU,
     planner_action,
-    planner_file_name,
     rule_options,
 )
 from marinenav.sim.constants import ROBOT_DEFAULTS
 from tests.agent_utils import planner_observation
+from tests.export_utils import pt2_agents
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "cpp" / "planner_call"
@@ -47,6 +53,9 @@ NODE_TYPES = ("AC-IQN", "IQN", "DDPG", "DQN", "SAC", "Rainbow")  # the node's ag
 NODE_SUPPORT = (-1.0, 1.0, 51)  # the node's Rainbow support: linspace(-1, 1, 51)
 NUM_ROBOTS = 6  # observations per file, each called twice (random and deterministic extras)
 TOLERANCE = {"rtol": 1e-12, "atol": 1e-12}  # float64 outputs: the same network, other kernels
+FORMAT_TOLERANCE = {"rtol": 1e-9, "atol": 1e-9}  # a .pt2 package against the TorchScript file
+# the package checks the sizes, strides and dtypes of what the caller passes before each call
+CHECKED_INPUTS = {**os.environ, "AOTI_RUNTIME_CHECK_INPUTS": "1"}
 
 
 # --- building the program -----------------------------------------------------------------------
@@ -64,8 +73,8 @@ def _run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProces
 
 
 @pytest.fixture(scope="session")
-def planner_call(request, tmp_path_factory) -> Path:
-    """The built ``planner_call`` program (configured and built once per session)."""
+def cpp_build(request, tmp_path_factory) -> Path:
+    """The configured CMake build directory of ``cpp/planner_call`` (once per session)."""
     cmake = shutil.which("cmake")
     if cmake is None:
         pytest.skip("no cmake on PATH: the C++ planner call is not built")
@@ -84,7 +93,6 @@ def planner_call(request, tmp_path_factory) -> Path:
         cache.mkdir(f"planner_call-{key}") if cache is not None
         else tmp_path_factory.mktemp("planner_call")
     )  # fmt: skip
-    start = time.perf_counter()
     configure = _run([
         cmake, "-S", str(SOURCE), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}",
         f"-DCMAKE_CXX_COMPILER={compiler}", "-DCMAKE_BUILD_TYPE=Release",
@@ -102,14 +110,33 @@ def planner_call(request, tmp_path_factory) -> Path:
             pytest.skip(f"CMake cannot use the wheel's libtorch config ({reason}): the C++ "
                         "planner call is not built")  # fmt: skip
         pytest.fail(f"cmake configure of {SOURCE} failed:\n{log}")
-    built = _run([cmake, "--build", str(build), "-j1"])
+    return build
+
+
+def build_program(build: Path, target: str) -> Path:
+    """Build ``target`` of ``cpp/planner_call`` in ``build`` (incremental); a compile or link
+    error fails the test."""
+    start = time.perf_counter()
+    built = _run([shutil.which("cmake") or "cmake", "--build", str(build), "-j1", "--target",
+                  target])  # fmt: skip
     if built.returncode != 0:  # our code does not compile or link: a failure, not a skip
-        pytest.fail(f"building {SOURCE} failed:\n{built.stdout}{built.stderr}")
-    program = build / "planner_call"
+        pytest.fail(f"building {target} of {SOURCE} failed:\n{built.stdout}{built.stderr}")
+    program = build / target
     assert program.is_file(), f"the build wrote no {program}"
-    seconds = time.perf_counter() - start
-    sys.stderr.write(f"\nplanner_call configured and built in {seconds:.1f} s\n")
+    sys.stderr.write(f"\n{target} built in {time.perf_counter() - start:.1f} s\n")
     return program
+
+
+@pytest.fixture(scope="session")
+def planner_call(cpp_build: Path) -> Path:
+    """The built ``planner_call`` program (TorchScript)."""
+    return build_program(cpp_build, "planner_call")
+
+
+@pytest.fixture(scope="session")
+def planner_call_pt2(cpp_build: Path) -> Path:
+    """The built ``planner_call_pt2`` program (AOTInductor packages)."""
+    return build_program(cpp_build, "planner_call_pt2")
 
 
 # --- inputs and outputs -------------------------------------------------------------------------
@@ -117,11 +144,13 @@ def planner_call(request, tmp_path_factory) -> Path:
 
 @dataclass
 class Call:
-    """What ``planner_call`` printed for one robot."""
+    """What ``planner_call`` printed for one robot (``planner_call_pt2`` also prints the
+    package's record first: :attr:`record` of every call)."""
 
     outputs: list[torch.Tensor]  # each [1, ...] in the module's dtype
     action: torch.Tensor  # int64 [] or float64 [2]
     rate: tuple[float, float]  # the thrust change rates (N/s) the node applies
+    record: dict[str, Any] | None = None  # the package's export record (planner_call_pt2)
 
 
 def write_input(path: Path, flat: list[torch.Tensor]) -> None:
@@ -144,19 +173,24 @@ def call_cpp(
     flat: list[torch.Tensor | None],
     tmp_path: Path,
     support: tuple[float, float, int] | None = None,
+    env: dict[str, str] | None = None,
 ) -> list[Call]:
-    """Run ``planner_call`` on the robots of ``flat = [self_state, objects, mask, taus | None,
-    noise | None]`` and parse its output."""
+    """Run ``program`` (``planner_call`` or ``planner_call_pt2``) on the robots of
+    ``flat = [self_state, objects, mask, taus | None, noise | None]`` and parse its output."""
     path = tmp_path / "input.txt"
     write_input(path, flat)
     args = [str(program), str(model), node_type, str(path)]
     if support is not None:
         args += [repr(float(support[0])), repr(float(support[1])), str(int(support[2]))]
-    result = _run(args)
-    assert result.returncode == 0, f"planner_call {node_type} {model.name}: {result.stderr}"
+    result = subprocess.run(args, capture_output=True, text=True, timeout=900, env=env)
+    assert result.returncode == 0, f"{program.name} {node_type} {model.name}: {result.stderr}"
     calls: dict[int, Call] = {}
     dtypes = {"Double": F64, "Float": torch.float32}
+    record = None
     for line in result.stdout.splitlines():
+        if line.startswith("record "):
+            record = json.loads(line.removeprefix("record "))
+            continue
         kind, robot, *rest = line.split()
         call = calls.setdefault(int(robot), Call([], torch.empty(0), (math.nan, math.nan)))
         if kind == "output":
@@ -174,6 +208,8 @@ def call_cpp(
         else:
             raise AssertionError(f"unexpected planner_call line {line[:80]!r}")
     assert sorted(calls) == list(range(flat[0].shape[0]))
+    for call in calls.values():
+        call.record = record
     return [calls[r] for r in range(len(calls))]
 
 
@@ -205,12 +241,24 @@ def node_rate(name: str, action: torch.Tensor) -> tuple[float, float]:
             ROBOT_DEFAULTS["right_thrust_change"][right])  # fmt: skip
 
 
-def check_planner(program: Path, path: Path, node: str, tmp_path: Path, seed: int) -> None:
-    """``planner_call`` on ``path`` against the Python loader for ``NUM_ROBOTS`` robots, each
+def check_planner(
+    program: Path,
+    path: Path,
+    node: str,
+    tmp_path: Path,
+    seed: int,
+    reference: Path | None = None,
+    cpp_inputs: Callable[[list[Any]], list[Any]] | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
+    """``program`` on ``path`` against the Python loader for ``NUM_ROBOTS`` robots, each
     twice: (1) random taus / noise passed to both (outputs to 1e-12, the node's action rule on
     them equal: indices equal, continuous actions to 1e-12), (2) the deterministic extras
     (midpoint taus, zero noise) against :class:`PlannerPolicy`'s ``taus="midpoints"``,
-    ``sac_action="mean"`` actions on a TensorDict batch with bool masks."""
+    ``sac_action="mean"`` actions on a TensorDict batch with bool masks. With ``reference``
+    (the same agent's TorchScript file) the program's outputs are also compared with that
+    file's (to 1e-9) and a record it prints with the loader's. ``cpp_inputs`` changes what the
+    program is given (a wrong caller: the check must then fail)."""
     module, name, metadata = load_planner(path)
     cls = agent_class(name)
     generator = torch.Generator().manual_seed(seed)
@@ -227,7 +275,10 @@ def check_planner(program: Path, path: Path, node: str, tmp_path: Path, seed: in
     support = None
     if node == "Rainbow":
         support = (metadata["v_min"], metadata["v_max"], metadata["atoms"])
-    calls = call_cpp(program, path, node, flat, tmp_path, support)
+    given = cpp_inputs(list(flat)) if cpp_inputs is not None else flat
+    calls = call_cpp(program, path, node, given, tmp_path, support, env)
+    if calls[0].record is not None:
+        assert calls[0].record == metadata, f"{path.name}: the record C++ reads"
 
     # (1) the loader's module on the batch, the planner's action rule on its outputs
     with torch.no_grad():
@@ -238,6 +289,16 @@ def check_planner(program: Path, path: Path, node: str, tmp_path: Path, seed: in
     if samples:
         options["noise"] = flat[4]
     actions = planner_action(name, outputs, **options)
+    if reference is not None:
+        traced, _, _ = load_planner(reference)
+        with torch.no_grad():
+            expected = traced(tuple(flat[:3]), *extra)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        for r, call in enumerate(calls):
+            for k, (cpp, py) in enumerate(zip(call.outputs, expected, strict=True)):
+                torch.testing.assert_close(cpp, py[r : r + 1], **FORMAT_TOLERANCE,
+                                           msg=lambda m, r=r, k=k: f"{path.name} robot {r} "
+                                           f"output {k} against {reference.name}: {m}")  # fmt: skip
     for r, call in enumerate(calls):
         assert len(call.outputs) == len(outputs), f"{path.name}: outputs of robot {r}"
         for k, (cpp, py) in enumerate(zip(call.outputs, outputs, strict=True)):
@@ -273,10 +334,51 @@ def test_original_planner_files_from_cpp(planner_call: Path, model_type: str,
 
 
 @pytest.mark.parametrize("name", AGENT_NAMES)
-def test_our_exports_from_cpp(planner_call: Path, name: str, tmp_path: Path) -> None:
-    agent = make_agent(name, seed=5)
-    path = export_torchscript(agent, tmp_path / "export" / planner_file_name(name))
-    check_planner(planner_call, path, node_type(name), tmp_path, seed=12)
+def test_our_exports_from_cpp(planner_call: Path, name: str, exports, tmp_path: Path) -> None:
+    check_planner(planner_call, exports(name, "torchscript"), node_type(name), tmp_path, seed=12)
+
+
+@pytest.mark.parametrize("name", pt2_agents())
+def test_our_pt2_packages_from_cpp(planner_call_pt2: Path, name: str, exports,
+                                   tmp_path: Path) -> None:  # fmt: skip
+    """The node's call through ``AOTIModelPackageLoader``: outputs equal to the Python loader's
+    (1e-12) and the TorchScript file's (1e-9), the same actions, the record read in C++; the
+    package checks what the caller passes (``AOTI_RUNTIME_CHECK_INPUTS=1``)."""
+    check_planner(planner_call_pt2, exports(name, "pt2"), node_type(name), tmp_path, seed=12,
+                  reference=exports(name, "torchscript"), env=CHECKED_INPUTS)  # fmt: skip
+
+
+def _reversed_taus(flat: list[Any]) -> list[Any]:
+    return [*flat[:3], flat[3].flip(-1), flat[4]]
+
+
+def _negated_noise(flat: list[Any]) -> list[Any]:
+    return [*flat[:4], -flat[4]]
+
+
+def _no_objects_seen(flat: list[Any]) -> list[Any]:
+    return [flat[0], flat[1], torch.zeros_like(flat[2]), *flat[3:]]
+
+
+@pytest.mark.parametrize(
+    ("name", "node", "cpp_inputs", "caught"),
+    [
+        ("iqn", "IQN", _reversed_taus, "robot 0 output 0"),  # fractions in another order
+        ("sac", "SAC", _negated_noise, "not close"),  # other draws: other sampled actions
+        ("sac", "SAC", _no_objects_seen, "robot 1 output 0"),  # masks dropped (robot 0: none)
+        ("sac", "DDPG", None, "the node's DDPG call reads 1 output"),  # another agent's call
+    ],
+    ids=["taus-reversed", "noise-negated", "masks-zeroed", "sac-called-as-ddpg"],
+)
+def test_a_wrong_pt2_caller_fails_the_check(
+    planner_call_pt2: Path, exports, tmp_path: Path, name: str, node: str, cpp_inputs, caught: str
+) -> None:
+    """The comparison above can fail: a C++ caller given other fractions, other noise or no
+    objects than the Python side, or calling the package as another agent, is caught."""
+    with pytest.raises(AssertionError, match=caught):
+        check_planner(planner_call_pt2, exports(name, "pt2"), node, tmp_path, seed=12,
+                      reference=exports(name, "torchscript"), cpp_inputs=cpp_inputs,
+                      env=CHECKED_INPUTS)  # fmt: skip
 
 
 def test_node_draws_and_rainbow_support(planner_call: Path, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
-"""TorchScript / ONNX export for the C++ planner
+"""TorchScript / AOTInductor (``.pt2``) / ONNX export for the C++ planner
 (docs/migrating.md, "The node's call, from C++"): signatures, shapes and dtypes, equality with
 the live networks, the planner's action rule against the live ``PolicyWrapper``, Rainbow's mean
-weights, the live agent left untouched, and the command line."""
+weights, the live agent left untouched, files written in place, and the command line."""
 
 from __future__ import annotations
 
@@ -23,15 +23,24 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import AGENT_NAMES, Agent, agent_class, make_agent
 from marinenav.elementary_atan import atan_elementary
-from marinenav.export import export_metadata, export_onnx, export_torchscript, main
+from marinenav.export import (
+    export_metadata,
+    export_onnx,
+    export_torchscript,
+    main,
+    metadata,
+    write_in_place,
+)
 from marinenav.planner_convention import (
     EXTRA_INPUT_EXAMPLES,
+    export_file_name,
     input_names,
     planner_action,
     planner_file_name,
     planner_inputs,
     rule_options,
 )
+from tests.export_utils import EXPORT_SEED, pt2_agents
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 7
@@ -256,32 +265,93 @@ def test_elementary_atan_is_float64_exact() -> None:
     torch.testing.assert_close(atan_elementary(x), torch.atan(x), rtol=4e-16, atol=1e-300)
 
 
+def batch_of(rows: int, name: str, seed: int) -> tuple[torch.Tensor, ...]:
+    """``rows`` observations (0 to 5 objects present, cycling) and the agent's extra inputs
+    (``taus`` ``[rows, 32]``), float64, flat."""
+    generator = torch.Generator().manual_seed(seed)
+    parts = [observation(i % 6, generator) for i in range(rows)]
+    flat = tuple(torch.cat(p) for p in zip(*parts, strict=True))
+    extra = [
+        torch.cat([EXTRA_INPUT_EXAMPLES[n](generator) for _ in range(rows)])
+        for n in agent_class(name).export_extra_inputs
+    ]
+    return (*flat, *extra)
+
+
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_onnx_round_trip(name: str, tmp_path: Path) -> None:
+    """The ONNX model takes the planner's inputs by name at any batch, gives the TorchScript
+    file's outputs to 1e-9 (float64) and carries the same record."""
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     cls = agent_class(name)
     agent = make_agent(name, seed=SEED)
-    traced = jit_load(export_torchscript(agent, tmp_path / "model.pt"))
+    traced_path = export_torchscript(agent, tmp_path / "model.pt")
+    traced = jit_load(traced_path)
     path = export_onnx(agent, tmp_path / f"{cls.model_type}_model.onnx")
+    assert export_metadata(path) == export_metadata(traced_path) == metadata(agent)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     assert [i.name for i in session.get_inputs()] == list(input_names(name))
     assert [o.name for o in session.get_outputs()] == list(cls.export_outputs)
-    generator = torch.Generator().manual_seed(SEED)
-    for count in (0, 3):
-        inputs = observation(count, generator)
-        inputs += tuple(EXTRA_INPUT_EXAMPLES[n](generator) for n in cls.export_extra_inputs)
+    for rows in (1, 7):
+        inputs = batch_of(rows, name, SEED + rows)
         feeds = {n: x.numpy() for n, x in zip(input_names(name), inputs, strict=True)}
         results = session.run(None, feeds)  # a list, one array per output
         with torch.no_grad():
             expected = as_tuple(traced(*planner_inputs(inputs)))
         for got, want in zip(results, expected, strict=True):
-            assert got.dtype == want.numpy().dtype
+            assert got.dtype == want.numpy().dtype and got.shape[0] == rows
             torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-9, atol=1e-9)
         # the action rules take ONNX Runtime's list as they take the TorchScript tuple
         got_action = planner_action(name, results)
         want_action = planner_action(name, expected)
         torch.testing.assert_close(got_action, want_action, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", pt2_agents())
+def test_pt2_package_takes_separate_float64_inputs_at_any_batch(name: str, exports) -> None:
+    """The AOTInductor package takes the planner's inputs as separate float64 tensors with one
+    dynamic batch (1 and 7 rows), returns the TorchScript file's outputs (one bare, several as
+    a tuple) to 1e-9 and carries its record beside AOTInductor's own metadata."""
+    cls = agent_class(name)
+    package = torch._inductor.aoti_load_package(str(exports(name, "pt2")))
+    traced_path = exports(name, "torchscript")
+    traced = jit_load(traced_path)
+    record = package.get_metadata()
+    assert json.loads(record["marinenav_export.json"]) == export_metadata(traced_path)
+    assert export_metadata(exports(name, "pt2")) == export_metadata(traced_path)
+    assert "AOTI_CPU_ISA" in record  # the instruction set the code was compiled for
+    assert export_metadata(traced_path)["agent"] == name
+    for rows in (1, 7):
+        inputs = batch_of(rows, name, EXPORT_SEED + rows)
+        with torch.no_grad():
+            out = package(*inputs)
+            expected = traced(*planner_inputs(inputs))
+        assert isinstance(out, tuple) == isinstance(expected, tuple)
+        assert len(as_tuple(out)) == len(cls.export_outputs)
+        for got, want in zip(as_tuple(out), as_tuple(expected), strict=True):
+            assert got.dtype == F64 and got.shape == want.shape and got.shape[0] == rows
+            torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+
+
+def test_files_are_written_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A planner file appears complete or not at all: an export that fails half way leaves the
+    previous file as it was and no temporary file; one that succeeds leaves only the file."""
+    path = tmp_path / "planners" / planner_file_name("dqn")
+    export_torchscript(make_agent("dqn", seed=SEED), path)
+    before = path.read_bytes()
+
+    def half_written(temporary: Path) -> None:
+        temporary.write_bytes(before[: len(before) // 2])
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        write_in_place(path, half_written)
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+    export_torchscript(make_agent("dqn", seed=SEED + 1), path)  # over the existing file
+    assert path.read_bytes() != before
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
 
 
 def test_onnx_needs_the_onnx_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -290,13 +360,21 @@ def test_onnx_needs_the_onnx_package(monkeypatch: pytest.MonkeyPatch, tmp_path: 
         export_onnx(make_agent("dqn", seed=SEED), tmp_path / "m.onnx")
 
 
-def test_command_line_exports_a_trained_run(tmp_path: Path) -> None:
-    from marinenav.training.checkpoint import load_agent
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory) -> Path:
+    """A tiny trained DQN run directory."""
     from marinenav.training.trainer import Trainer
     from tests.run_utils import tiny_config
 
-    run = tmp_path / "run"
+    run = tmp_path_factory.mktemp("trained") / "run"
     Trainer(tiny_config("agent=dqn"), run).train()
+    return run
+
+
+def test_command_line_exports_a_trained_run(trained_run: Path, tmp_path: Path) -> None:
+    from marinenav.training.checkpoint import load_agent
+
+    run = trained_run
     out = tmp_path / "exported"
     with_onnx = importlib.util.find_spec("onnx") is not None
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -317,6 +395,64 @@ def test_command_line_exports_a_trained_run(tmp_path: Path) -> None:
             jit_load(path)(obs), copy.deepcopy(agent.network).double()(*obs),
             rtol=1e-12, atol=1e-10,
         )  # fmt: skip
+
+
+def test_command_line_writes_the_formats_asked_for(trained_run: Path, tmp_path: Path,
+                                                  capsys) -> None:  # fmt: skip
+    """``--format`` names the formats (each written once, in order; ``--onnx`` adds ONNX); an
+    unknown format is refused before anything is written."""
+    pytest.importorskip("onnx")
+    out = tmp_path / "only_onnx"
+    assert main([str(trained_run), "--out", str(out), "--format", "onnx"]) == 0
+    # the last checkpoint, then the best evaluated agent (best/)
+    assert capsys.readouterr().out.splitlines() == [
+        str(out / "DQN_model.onnx"), str(out / "best" / "DQN_model.onnx")
+    ]  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == ["DQN_model.onnx", "best"]
+    both = tmp_path / "both"
+    assert main([str(trained_run), "--out", str(both), "--format", "onnx", "torchscript",
+                 "--onnx"]) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines() == [
+        str(both / "DQN_model.onnx"), str(both / "traced_DQN_model.pt"),
+        str(both / "best" / "DQN_model.onnx"), str(both / "best" / "traced_DQN_model.pt"),
+    ]  # fmt: skip
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(trained_run), "--out", str(tmp_path / "none"), "--format", "tflite"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'tflite'" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
+
+
+def test_command_line_refuses_pt2_without_a_compiler(
+    trained_run: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a C++ compiler AOTInductor cannot build a package: one line, nothing written."""
+    from torch._inductor import cpp_builder
+    from torch._inductor.exc import InvalidCxxCompiler
+
+    def no_compiler() -> str:
+        raise InvalidCxxCompiler()
+
+    monkeypatch.setattr(cpp_builder, "get_cpp_compiler", no_compiler)
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(trained_run), "--out", str(tmp_path / "out"), "--format", "pt2"])
+    assert exit_info.value.code == 2
+    assert "--format pt2 needs a C++ compiler for AOTInductor" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_command_line_writes_a_pt2_package(trained_run: Path, tmp_path: Path, capsys) -> None:
+    """``--format pt2`` compiles the run's agent into ``DQN_model.pt2``, which acts as the
+    TorchScript file does."""
+    from marinenav.planner import planner_policy
+
+    assert main([str(trained_run), "--out", str(tmp_path), "--format", "pt2", "torchscript"]) == 0
+    paths = [Path(line) for line in capsys.readouterr().out.splitlines()][:2]  # then best/'s
+    assert paths == [tmp_path / export_file_name("dqn", "pt2"), tmp_path / "traced_DQN_model.pt"]
+    state = batch_of(9, "dqn", SEED)
+    actions = [planner_policy(path).act(*state) for path in paths]
+    assert torch.equal(*actions)
 
 
 def test_command_line_rejects_a_missing_run(tmp_path: Path, capsys) -> None:

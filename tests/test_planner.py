@@ -1,6 +1,6 @@
-"""Planner files (the original's trained TorchScript planners and our exports) through the one
-loader, evaluated by the batched evaluator, checked against values recorded once by the
-one-episode, one-robot-at-a-time loop of ``benchmarks/sequential_evaluation.py``.
+"""Planner files (the original's trained TorchScript planners and our exports, in every format)
+through the one loader, evaluated by the batched evaluator, checked against values recorded once
+by the one-episode, one-robot-at-a-time loop of ``benchmarks/sequential_evaluation.py``.
 
 The recording switched the perception noise off, used SAC's mean action and IQN's midpoint
 taus, so both loops are deterministic and must agree exactly (up to float64 round-off in the
@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import json
 import math
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,12 +20,14 @@ import torch
 from tensordict import TensorDict
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from marinenav.agents import make_agent
+from marinenav.agents import AGENT_NAMES, agent_class, make_agent
 from marinenav.evaluate import evaluate_planner, main
 from marinenav.export import export_torchscript
-from marinenav.planner import PlannerLoadError, load_planner, planner_policy
-from marinenav.planner_convention import planner_file_name
+from marinenav.planner import PlannerLoadError, PlannerPolicy, load_planner, planner_policy
+from marinenav.planner_convention import example_inputs, input_names, planner_file_name
 from marinenav.training.evaluation import named_scenarios
+from tests.agent_utils import planner_observation
+from tests.export_utils import pt2_agents
 
 DATA = Path(__file__).parent / "data"
 PRETRAINED = DATA / "pretrained"
@@ -281,3 +285,129 @@ def test_command_line_evaluates_a_planner(tmp_path: Path, capsys) -> None:
     assert metrics["planner"]["agent"] == "ddpg" and len(metrics["episodes"]["success"]) == 2
     assert main(["--planner", str(tmp_path / "none.pt")]) == 2
     assert "no planner file" in capsys.readouterr().err
+
+
+# --- the other formats: AOTInductor packages (.pt2) and ONNX models -----------------------------
+
+FORMAT_CASES = [pytest.param(name, "onnx", id=f"{name}-onnx") for name in AGENT_NAMES] + [
+    pytest.param(*param.values, "pt2", marks=param.marks, id=f"{param.values[0]}-pt2")
+    for param in pt2_agents()
+]
+
+
+def observations(shape: tuple[int, ...], seed: int) -> TensorDict:
+    """Float64 observations of batch ``shape`` in realistic ranges, bool masks."""
+    gen = torch.Generator().manual_seed(seed)
+    state = planner_observation(math.prod(shape), gen)
+    return TensorDict({
+        ("agents", "self_state"): state[0].reshape(*shape, 7),
+        ("agents", "objects"): state[1].reshape(*shape, 5, 5),
+        ("agents", "objects_mask"): state[2].reshape(*shape, 5) > 0.5,
+    }, batch_size=shape)  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "fmt"), FORMAT_CASES)
+def test_every_format_acts_as_the_torchscript_file(name: str, fmt: str, exports) -> None:
+    """Through the one loader, the same agent's ONNX model or .pt2 package is the same
+    ``PlannerPolicy``: the same agent type and record, outputs to 1e-9 (float64) at any batch,
+    and the same actions under the planner's own rules (random taus, sampled noise: the same
+    seed gives the same draws) and the deterministic ones, on a ``[4, 5]`` batch run in
+    blocks."""
+    cls = agent_class(name)
+    traced, traced_name, traced_record = load_planner(exports(name, "torchscript"))
+    module, loaded_name, record = load_planner(exports(name, fmt))
+    assert loaded_name == traced_name == name and record == traced_record
+    gen = torch.Generator().manual_seed(9)
+    for rows in (1, 13):
+        state = planner_observation(rows, gen)
+        extra = tuple(torch.rand(rows, 32, generator=gen, dtype=torch.float64)
+                      for _ in cls.export_extra_inputs)  # fmt: skip
+        with torch.no_grad():
+            got, want = module(state, *extra), traced(state, *extra)
+        assert isinstance(got, tuple) == isinstance(want, tuple)
+        for g, w in zip(*(o if isinstance(o, tuple) else (o,) for o in (got, want)), strict=True):
+            assert g.dtype == torch.float64 and g.shape == w.shape
+            torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-9)
+    obs = observations((4, 5), seed=10)
+    for rules in ({}, {"taus": "midpoints", "sac_action": "mean"}):
+        actions = [
+            PlannerPolicy(m, name, record, seed=4, block_rows=7, **rules)(obs.clone())[
+                "agents", "action"
+            ]
+            for m in (traced, module)
+        ]  # fmt: skip
+        if cls.action_kind == "discrete":
+            assert actions[0].dtype == actions[1].dtype == torch.int64
+            assert torch.equal(*actions), rules
+        else:
+            assert actions[1].shape == (4, 5, 2)
+            torch.testing.assert_close(actions[1], actions[0], rtol=0, atol=1e-9)
+    empty = observations((0,), seed=11)
+    policy = PlannerPolicy(module, name, record)
+    assert policy(empty)["agents", "action"].shape[0] == 0
+
+
+def test_a_package_refuses_inputs_of_other_shapes(exports) -> None:
+    """The compiled code would read inputs of another shape out of bounds: the loaded package
+    checks them first (and the package itself refuses another number of inputs)."""
+    module, _, _ = load_planner(exports("sac", "pt2"))
+    state = planner_observation(3, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert module(state)[0].shape == (3, 2)
+        with pytest.raises(RuntimeError, match=r"sizes \(\(7,\), \(5, 5\), \(5,\)\)"):
+            module((state[0][:, :6], state[1], state[2]))
+        with pytest.raises(RuntimeError, match="after one batch"):
+            module((state[0], state[1][:2], state[2]))
+        with pytest.raises(RuntimeError):
+            module.package.loader.run([*state, state[2]])  # four inputs to a three-input program
+
+
+def test_broken_files_of_each_format_are_refused(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    for suffix, what in ((".pt2", "is not an AOTInductor package"),
+                         (".onnx", "is not an ONNX planner")):  # fmt: skip
+        bad = tmp_path / f"DQN_model{suffix}"
+        bad.write_bytes(b"not a model")
+        with pytest.raises(PlannerLoadError, match=f"{bad} {what}"):
+            load_planner(bad)
+
+
+def test_onnx_files_without_a_record_or_a_dynamic_batch(tmp_path: Path, exports) -> None:
+    """An ONNX model without our record is told by ``agent_type`` and checked like a
+    TorchScript file (its inputs, its outputs' shapes); one with a fixed batch (an export of
+    before) is refused with the reason."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    model = onnx.load(str(exports("dqn", "onnx")))
+    del model.metadata_props[:]
+    bare = tmp_path / "planner.onnx"
+    onnx.save(model, str(bare))
+    with pytest.raises(PlannerLoadError, match="cannot tell the agent type"):
+        load_planner(bare)
+    assert load_planner(bare, "DQN")[1:] == ("dqn", {})
+    with pytest.raises(PlannerLoadError, match=r"it does not take iqn's inputs \(self_state, "
+                       r"object_states, object_masks, taus\)"):  # fmt: skip
+        load_planner(bare, "iqn")
+    with pytest.raises(PlannerLoadError, match=r"outputs for one robot are \(1, 25\), rainbow's"):
+        load_planner(bare, "rainbow")
+    with pytest.raises(PlannerLoadError, match="record says sac"):
+        load_planner(exports("sac", "onnx"), "mappo")
+
+    from marinenav.export import FlatInputs, export_module
+
+    fixed = tmp_path / "fixed.onnx"
+    agent = make_agent("dqn", seed=0)
+    with warnings.catch_warnings():  # the TorchScript-based exporter announces its deprecation
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(FlatInputs(export_module(agent)), example_inputs("dqn"), str(fixed),
+                          input_names=list(input_names("dqn")), dynamo=False)  # fmt: skip
+    with pytest.raises(PlannerLoadError, match="fixed batch size in self_state, object_states, "
+                       "object_masks .* export it again"):  # fmt: skip
+        load_planner(fixed, "dqn")
+
+
+def test_onnx_planners_need_onnx_runtime(monkeypatch: pytest.MonkeyPatch, exports) -> None:
+    path = exports("dqn", "onnx")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises
+    with pytest.raises(PlannerLoadError, match="pip install onnxruntime"):
+        load_planner(path)
