@@ -109,7 +109,7 @@ PAPER_RULES = LayoutRules()
 
 def steered(scenario: Scenario) -> torch.Tensor:
     """``[E, R]`` bool: the robots present that the policy steers (not traffic)."""
-    return scenario.robot_present & (scenario.robot_role == VesselRole.POLICY)
+    return scenario.robot_present & (scenario.robot_role == int(VesselRole.POLICY))
 
 
 def goal_distance(scenario: Scenario, pos: torch.Tensor) -> torch.Tensor:

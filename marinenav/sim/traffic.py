@@ -28,6 +28,8 @@ HEADING_GAIN = 1000.0  # N of thrust difference per rad of heading error
 YAW_DAMPING = 200.0  # N of thrust difference per rad/s of yaw rate (against overshoot)
 MAX_THRUST_DIFFERENCE = 600.0  # N, the largest difference a route vessel steers with
 
+ROUTE = int(VesselRole.ROUTE)  # a plain int: torch.compile does not trace IntEnum compares
+
 
 def cruise_thrust(speed: torch.Tensor) -> torch.Tensor:
     """Thrust per thruster (N) that holds ``speed`` (m/s) straight ahead through still water:
@@ -48,7 +50,7 @@ def advance_waypoints(
     index = waypoint.clamp(max=(length - 1).clamp(min=0)).unsqueeze(-1)  # [E, R, 1]
     target = scenario.route.gather(2, index.unsqueeze(-1).expand(*index.shape, 2)).squeeze(2)
     near = torch.linalg.vector_norm(target - pos, dim=-1) <= WAYPOINT_REACHED
-    passing = near & (waypoint < length) & (scenario.robot_role == VesselRole.ROUTE)
+    passing = near & (waypoint < length) & (scenario.robot_role == ROUTE)
     return waypoint + passing.to(waypoint.dtype)
 
 
@@ -75,7 +77,7 @@ def traffic_thrust_rate(
     bearing = torch.atan2(to_target[..., 1], to_target[..., 0])  # from x (North) toward y
     error = wrap_to_pi(bearing - state.theta)  # > 0: the waypoint lies to starboard
     difference = HEADING_GAIN * error - YAW_DAMPING * state.velocity_r[..., 2]
-    steering = (scenario.robot_role == VesselRole.ROUTE) & (waypoint < length)
+    steering = (scenario.robot_role == ROUTE) & (waypoint < length)
     difference = torch.where(steering, difference, torch.zeros_like(difference)).clamp(
         -MAX_THRUST_DIFFERENCE, MAX_THRUST_DIFFERENCE
     )
@@ -85,7 +87,7 @@ def traffic_thrust_rate(
     rate = ((wanted - state.thrust) / step_time.unsqueeze(-1)).clamp(
         -CONTINUOUS_THRUST_RATE, CONTINUOUS_THRUST_RATE
     )
-    route = (scenario.robot_role == VesselRole.ROUTE).unsqueeze(-1)
+    route = (scenario.robot_role == ROUTE).unsqueeze(-1)
     return torch.where(route, rate, torch.zeros_like(rate))
 
 
