@@ -4,7 +4,7 @@ at a time, ``model.forward({std::tuple(self_state, objects, mask)})`` in float64
 the tuple for IQN, SAC's ``(mu, log_std)`` tuple, Rainbow's categorical support), and its outputs
 and actions are compared with the Python loader's (:mod:`marinenav.planner`) on the same inputs,
 for the original's planner files (``tests/data/pretrained/``) and our export of every agent.
-``planner_call_pt2`` does the same with our AOTInductor packages (``.pt2``, issue 35) through
+``planner_call_pt2`` does the same with our AOTInductor packages (``.pt2``) through
 ``torch::inductor::AOTIModelPackageLoader``, checked also against the TorchScript export of the
 same agent (outputs to 1e-9); the comparison is shown to catch wrong callers.
 
