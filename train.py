@@ -12,6 +12,7 @@ import hydra._internal.utils
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from marinenav.files import write_text
 from marinenav.training.config import register_configs
 
 register_configs()
@@ -75,7 +76,7 @@ def save_hydra_config(cfg: DictConfig, run_dir: Path) -> None:
     directory.mkdir(exist_ok=True)
     for name, node in (("config.yaml", cfg), ("hydra.yaml", hydra_cfg),
                        ("overrides.yaml", hydra_cfg.hydra.overrides.task)):  # fmt: skip
-        (directory / name).write_text(OmegaConf.to_yaml(node), encoding="utf-8")
+        write_text(directory / name, OmegaConf.to_yaml(node))
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import io
 import json
 import sys
 import warnings
@@ -46,6 +47,7 @@ from torch import nn
 
 from marinenav.agents import Agent
 from marinenav.elementary_atan import ElementaryAtan
+from marinenav.files import FileWriteError, write_bytes
 from marinenav.planner_convention import (
     EXPORT_NUM_TAU,
     METADATA_FILE,
@@ -102,9 +104,8 @@ def metadata(agent: Agent) -> dict[str, Any]:
 
 def export_torchscript(agent: Agent, path: str | Path) -> Path:
     """Trace ``agent``'s acting network (float64, CPU, batch 1; see the module docstring) and
-    save it to ``path`` (parents created). Returns the path. The live agent is unchanged."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    save it to ``path`` (parents created; written atomically, :mod:`marinenav.files`). Returns
+    the path. The live agent is unchanged."""
     module = export_module(agent)
     inputs = example_inputs(agent.name)
     with warnings.catch_warnings(), torch.no_grad():
@@ -113,8 +114,9 @@ def export_torchscript(agent: Agent, path: str | Path) -> Path:
         )
         traced = torch.jit.trace(module, planner_inputs(inputs))
         extra = {METADATA_FILE: json.dumps(metadata(agent), sort_keys=True)}
-        torch.jit.save(traced, str(path), _extra_files=extra)
-    return path
+        buffer = io.BytesIO()
+        torch.jit.save(traced, buffer, _extra_files=extra)
+    return write_bytes(path, buffer.getvalue())  # atomic: never a torn planner file
 
 
 def export_metadata(path: str | Path) -> dict[str, Any]:
@@ -133,29 +135,29 @@ def export_onnx(agent: Agent, path: str | Path, opset_version: int = 17) -> Path
     named as in :func:`input_names` / the agent's ``export_outputs``, fixed batch of 1), with
     torch's TorchScript-based exporter (``dynamo=False``: no ``onnxscript`` needed). ``atan`` is
     written with :func:`~marinenav.elementary_atan.atan_elementary` (no float64 kernel in ONNX
-    Runtime). Needs the ``onnx`` package (``pip install onnx``). Returns the path."""
+    Runtime). Needs the ``onnx`` package (``pip install onnx``). Written atomically
+    (:mod:`marinenav.files`); returns the path."""
     try:
         import onnx  # noqa: F401
     except ImportError as error:
         raise ImportError(
             "ONNX export needs the onnx package: pip install onnx (or the 'export' extra)"
         ) from error
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     module = FlatInputs(export_module(agent))
+    buffer = io.BytesIO()
     with warnings.catch_warnings(), torch.no_grad(), ElementaryAtan():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
         torch.onnx.export(
             module,
             example_inputs(agent.name),
-            str(path),
+            buffer,
             input_names=list(input_names(agent.name)),
             output_names=list(type(agent).export_outputs),
             opset_version=opset_version,
             dynamo=False,
         )
-    return path
+    return write_bytes(path, buffer.getvalue())
 
 
 # --- command line -------------------------------------------------------------------------------
@@ -228,9 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             paths = [export_torchscript(agent, target / planner_file_name(agent.name))]
             if args.onnx:
                 paths.append(export_onnx(agent, target / f"{type(agent).model_type}_model.onnx"))
-        except OSError as error:  # e.g. no write permission: one line, not a traceback
-            parser.error(f"--out {out}: cannot write {error.filename or target}: "
-                         f"{error.strerror or error}")
+        except FileWriteError as error:  # a full disk, no permission: one line, no file left
+            parser.error(f"--out {out}: {error}")
         for path in paths:
             print(path)
     return 0

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from marinenav.files import write_text
 from marinenav.sim.constants import (
     HYDRO_KEYS,
     MAX_OBJECTS,
@@ -472,7 +473,7 @@ def load_scenario_file(path: str | Path) -> list[dict]:
 
 def save_scenario_file(dicts: list[dict], path: str | Path) -> None:
     """Write episode dicts as a JSON list, the original's ``eval_configs.json`` layout."""
-    Path(path).write_text(json.dumps(dicts, indent=1, allow_nan=False))
+    write_text(path, json.dumps(dicts, indent=1, allow_nan=False))
 
 
 __all__ = [

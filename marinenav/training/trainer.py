@@ -48,6 +48,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import transition
+from marinenav.files import remove_leftovers, write_text
 from marinenav.sim import InfoState
 from marinenav.training.checkpoint import (
     BEST_DIR,
@@ -203,6 +204,7 @@ class Trainer:
         taken_over = self.lock.acquire()
         if taken_over:
             say(f"marinenav: {taken_over}", error=True)
+        remove_leftovers(self.run_dir, CHECKPOINT_NAME)  # of a run killed while writing one
         try:
             self._build()
         except BaseException:
@@ -229,7 +231,7 @@ class Trainer:
         # the reward's terms (the paper's, then the layout's) and the layout's end conditions
         self.term_names = self.env.sim.reward_term_names
         self.end_names = self.env.sim.end_conditions
-        (self.run_dir / "eval_configs.json").write_text(json.dumps(scenarios))
+        write_text(self.run_dir / "eval_configs.json", json.dumps(scenarios))
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
         self.updates = 0
@@ -261,8 +263,7 @@ class Trainer:
             self.agent.compile_update(compile=cfg.compile, cudagraphs=cfg.cudagraphs)
         # evaluations.jsonl holds exactly the evaluations of the state the run continues from
         # (a run killed after an evaluation but before the next checkpoint repeats it)
-        with open(self.run_dir / "evaluations.jsonl", "w") as f:
-            f.writelines(json.dumps(metrics) + "\n" for metrics in self.evaluations)
+        self._write_evaluations()
         if cfg.logger.backend == "csv":  # and the CSV logs the same: nothing after the state
             truncate_csv_logs(self.run_dir / "logs", self.timesteps, self.evaluations)
         if resume_from is not None:
@@ -513,17 +514,22 @@ class Trainer:
         for name, value in metrics.items():
             if name.startswith("eval/") and value is not None:
                 self.logger.log_scalar(name, value, step=self.timesteps)
-        with open(self.run_dir / "evaluations.jsonl", "a") as f:
-            f.write(json.dumps(metrics) + "\n")
-        LOG.info("evaluation at timestep %s (%d episodes): %s", f"{self.timesteps:,}",
-                 len(metrics["episodes"]["success"]), headline(metrics))  # fmt: skip
         best = max((e["eval/success_rate"] for e in self.evaluations), default=-1.0)
         self.evaluations.append(metrics)
+        self._write_evaluations()
+        LOG.info("evaluation at timestep %s (%d episodes): %s", f"{self.timesteps:,}",
+                 len(metrics["episodes"]["success"]), headline(metrics))  # fmt: skip
         if metrics["eval/success_rate"] >= best:  # ties: the later, longer-trained agent
             self.save_snapshot(self.run_dir / BEST_DIR)
         if self.cfg.checkpoint.get("keep_evaluated", False):
             self.save_snapshot(self.run_dir / EVALUATED_DIR / str(self.timesteps))
         return metrics
+
+    def _write_evaluations(self) -> None:
+        """``evaluations.jsonl``: one line per evaluation of :attr:`evaluations`, rewritten
+        whole and atomically (a few kB), so a crash never leaves half a line."""
+        lines = "".join(json.dumps(metrics) + "\n" for metrics in self.evaluations)
+        write_text(self.run_dir / "evaluations.jsonl", lines)
 
     def save_snapshot(self, directory: Path) -> Path:
         """The agent as it is now (networks, optimisers, config, counters, the evaluations so
