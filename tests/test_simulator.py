@@ -301,6 +301,31 @@ def test_bad_continuous_actions_raise(value, shape, dtype, message) -> None:
         sim.step(torch.full(shape, value, dtype=dtype))
 
 
+@pytest.mark.parametrize("value", [1.0001, 2.0, -5.0, 100.0])
+def test_a_continuous_action_outside_the_spec_is_refused_in_validation_mode(value) -> None:
+    sim = MarineNavSimulator(2, "continuous")
+    actions = torch.zeros(2, 5, 2)
+    actions[1, 0, 0] = value
+    with pytest.raises(ValueError, match=r"outside \[-1, 1\] for an active robot \(\|a\| = "):
+        sim.step(actions)
+    sim.deactivated[1, 0] = True  # an inactive robot's action is ignored, whatever it is
+    sim.step(actions)
+
+
+def test_without_validation_a_continuous_action_is_clamped_to_the_rate_limit() -> None:
+    """Issue 36: from rest, actions 2, 5 and 100 gave 1,000 N after one 0.5 s step where the
+    rate limit (1000 N/s) allows 500 N; each now gives what 1 (or -1) gives."""
+    thrusts = {}
+    for value in (1.0, 2.0, 5.0, 100.0, -1.0, -100.0):
+        sim = MarineNavSimulator(1, "continuous", validate=False, seed=0, dtype=torch.float64)
+        sim.step(torch.full((1, 5, 2), value, dtype=torch.float64))
+        thrusts[value] = sim.state.thrust[0, 0].clone()
+    assert torch.allclose(thrusts[1.0], torch.full((2,), 500.0, dtype=torch.float64))
+    for value in (2.0, 5.0, 100.0):
+        assert torch.equal(thrusts[value], thrusts[1.0]), value
+    assert torch.equal(thrusts[-100.0], thrusts[-1.0])
+
+
 def test_bad_reset_mask_raises(discrete_sim) -> None:
     with pytest.raises(ValueError, match="shape"):
         discrete_sim.reset(torch.ones(3, dtype=torch.bool))
