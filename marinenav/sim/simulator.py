@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
+from marinenav.keys import check_seed, device_named
 from marinenav.sim.colregs import colregs_turn
 from marinenav.sim.constants import (
     CONTINUOUS_THRUST_RATE,
@@ -134,6 +135,8 @@ class MarineNavSimulator:
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
         if max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
+        device = device_named(device)  # a missing CUDA is one line here, not a torch internal
+        check_seed(seed)
         # Layouts (marinenav.scenarios) build on this package's placement modules; the
         # simulator holds one (VMAS's Environment -> Scenario -> core), imported at use.
         from marinenav.scenarios import RandomLayout, check_slots

@@ -49,6 +49,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import transition
 from marinenav.files import remove_leftovers, write_text
+from marinenav.keys import device_named
 from marinenav.sim import InfoState
 from marinenav.training.checkpoint import (
     BEST_DIR,
@@ -83,9 +84,25 @@ LOG = logging.getLogger(__name__)
 def say(message: str, error: bool = False) -> None:
     """Tell the user ``message``: printed (stdout, or stderr for a stop), so a Trainer used
     from any script speaks, and written to :data:`LOG` (train.log under train.py, whose logging
-    config keeps this logger off the terminal: each line shows once)."""
-    print(message, file=sys.stderr if error else sys.stdout, flush=True)
+    config keeps this logger off the terminal: each line shows once). A reader that went away
+    (``python train.py | head -1``) does not stop the run: the stream is sent to /dev/null
+    from then on, and the run's record stays in train.log."""
     LOG.log(logging.WARNING if error else logging.INFO, message)
+    stream = sys.stderr if error else sys.stdout
+    try:
+        print(message, file=stream, flush=True)
+    except BrokenPipeError:
+        silence(stream)
+
+
+def silence(stream) -> None:
+    """Point ``stream``'s file descriptor at /dev/null (its reader is gone: later writes, and
+    the flush at exit, would raise ``BrokenPipeError``)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 def headline(metrics: dict[str, Any]) -> str:
@@ -156,10 +173,7 @@ def resolve_device(name: str) -> torch.device:
     """``auto`` picks CUDA when present, else the CPU."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={name} but CUDA is not available")
-    return device
+    return device_named(name, f"device={name}")
 
 
 def linear_epsilon(timestep: int, cfg) -> float:

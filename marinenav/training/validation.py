@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.agents.base import cudagraph_refusal
+from marinenav.keys import check_seed, device_named
 from marinenav.scenarios import RandomLayout, check_slots
 from marinenav.training.config import evaluation_layout, layout_of, schedule_of
 from marinenav.training.loggers import LOGGER_BACKENDS
@@ -199,6 +200,10 @@ def _validate(cfg) -> None:
     for key, value in non_negative.items():
         if value < 0:
             raise ConfigError(f"{key} must not be negative, got {value}")
+    for key, value in (("seed", cfg.seed), ("evaluation.seed", cfg.evaluation.seed)):
+        check_seed(value, key)
+    if cfg.device != "auto":  # one line naming device=, before anything is built on it
+        device_named(cfg.device, f"device={cfg.device}")
     tau = cfg.training.target_tau
     if replay and tau is not None and not 0.0 < tau <= 1.0:
         raise ConfigError(f"training.target_tau must be in (0, 1] or null, got {tau}")
