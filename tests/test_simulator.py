@@ -367,8 +367,21 @@ def _broken(edit) -> dict:
         (lambda s: s["robots"].__setitem__("N", [5]), "robots.N must be 10"),
         (lambda s: s["robots"].__setitem__("init_theta", [float("nan")]), "non-finite"),
         (lambda s: s["robots"].__setitem__("m", [20.0]), "singular"),
+        # issue 36: strings were refused naming no key (or read: float("55")), and a start
+        # 1,000 km off the 55 m map was accepted
+        (lambda s: s["env"].__setitem__("width", "55"),
+         "scenario 0: scenario key env.width must hold numbers, got '55'$"),
+        (lambda s: s["robots"].__setitem__("r", ["0.8"]),
+         "scenario 0: scenario key robots.r must hold numbers, got '0.8'$"),
+        (lambda s: s["robots"]["start"][0].__setitem__(0, 1e6),
+         r"scenario 0: robots.start\[0\] = \[1e\+06, [0-9.]+\] lies outside the map, \[0, 55\] x "
+         r"\[0, 55\] m \(env.width, env.height\)$"),
+        (lambda s: s["robots"]["goal"][0].__setitem__(1, -3.0),
+         r"scenario 0: robots.goal\[0\] = \[[0-9.]+, -3\] lies outside the map"),
+        (lambda s: s["env"].__setitem__("num_robots", "1"),
+         "scenario 0: env.num_robots must be an integer, got '1'$"),
     ],
-)
+)  # fmt: skip
 def test_bad_scenario_dicts_raise(edit, message) -> None:
     with pytest.raises(ValueError, match=message):
         MarineNavSimulator.from_scenarios([_broken(edit)])
