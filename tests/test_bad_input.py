@@ -206,6 +206,11 @@ def test_a_cuda_device_without_cuda_is_one_line_wherever_it_is_asked_for(capsys)
     with pytest.raises(ConfigError) as refused:
         validate(tiny_config("agent=dqn", "device=cuda"))
     assert str(refused.value) == "device=cuda: CUDA is not available on this machine (use cpu)"
+    from marinenav.training.checkpoint import load_agent
+
+    with pytest.raises(ValueError) as loading:
+        load_agent("any_run", "cuda")  # not "truncated or corrupt"
+    assert str(loading.value) == "device cuda: CUDA is not available on this machine (use cpu)"
     with pytest.raises(SystemExit) as exited:
         evaluate_main(["any_run", "--device", "cuda"])
     assert exited.value.code == 2

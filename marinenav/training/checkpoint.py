@@ -27,6 +27,7 @@ import torch
 
 from marinenav.agents import Agent
 from marinenav.files import FileWriteError, atomic_path, describe
+from marinenav.keys import device_named
 from marinenav.training.factory import build_agent
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -101,7 +102,10 @@ def checkpoint_path(path: str | Path) -> Path:
 
 def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> dict[str, Any]:
     """The raw checkpoint dict (see ``Trainer.save_checkpoint``); raises
-    :class:`CheckpointError` (one line naming the file) for a truncated or corrupt file."""
+    :class:`CheckpointError` (one line naming the file) for a truncated or corrupt file, and
+    ``ValueError`` for a ``device`` this machine lacks (before reading: torch's error for it
+    would read as a corrupt file)."""
+    device = device_named(device)
     path = checkpoint_path(path)
     try:
         state = torch.load(path, map_location=device, weights_only=False)
