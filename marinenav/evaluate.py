@@ -32,6 +32,7 @@ from tensordict.nn import TensorDictModuleBase
 
 from marinenav.agents import Agent
 from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
+from marinenav.cli import run_command
 from marinenav.encounters import encounter_records, format_encounters, own_and_targets
 from marinenav.files import FileWriteError, check_writable, write_text
 from marinenav.keys import check_seed, device_named
@@ -443,4 +444,4 @@ def _evaluate_baseline(args: argparse.Namespace) -> tuple[BaselinePolicy, dict[s
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main, "python -m marinenav.evaluate")

@@ -36,7 +36,6 @@ import argparse
 import copy
 import io
 import json
-import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,6 +45,7 @@ import torch
 from torch import nn
 
 from marinenav.agents import Agent
+from marinenav.cli import run_command
 from marinenav.elementary_atan import ElementaryAtan
 from marinenav.files import FileWriteError, write_bytes
 from marinenav.planner_convention import (
@@ -238,4 +238,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main, "python -m marinenav.export")

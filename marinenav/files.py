@@ -19,6 +19,7 @@ the ones a killed process left behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -79,6 +80,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     ``path`` is left as it was; an I/O failure (an ``OSError`` in the error's chain) is raised
     as :class:`FileWriteError` from the error, anything else (a bug, Ctrl-C) as it is."""
     path = Path(path)
+    blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:  # mkdir would say "File exists"
+        raise FileWriteError(errno.ENOTDIR, f"cannot write {path}: {blocked} is a file")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(

@@ -122,3 +122,30 @@ def test_pictures_of_a_planner_file_are_refused_not_skipped(capsys) -> None:
         main(["--planner", "any.pt", "--pictures", "2"])
     assert "--pictures draws runs and baselines; for a planner file use python -m marinenav.viz" \
         " episode --planner FILE" in capsys.readouterr().err
+
+
+_INTERRUPTED_EVALUATION = """
+import runpy, sys
+from marinenav.training.evaluation import Evaluator
+def interrupted(self, *args, **kwargs):
+    raise KeyboardInterrupt  # Ctrl-C in the middle of the evaluation
+Evaluator.run = interrupted
+sys.argv = ["evaluate", *sys.argv[1:]]
+runpy.run_module("marinenav.evaluate", run_name="__main__")
+"""
+
+
+def test_ctrl_c_during_an_evaluation_is_one_line_and_writes_nothing(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "metrics.json"
+    result = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_EVALUATION, str(run_dir), "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 130  # 128 + SIGINT
+    assert result.stderr.strip().splitlines()[-1] == (
+        "python -m marinenav.evaluate: interrupted; files written before are whole, nothing "
+        "else was written"
+    )
+    assert "Traceback" not in result.stderr and not out.exists()
