@@ -41,6 +41,9 @@ AGENT_CHOICES = ", ".join(sorted(path.stem for path in (ROOT / "conf" / "agent")
         ("seed=100000000000000000000",
          "error: seed must be an integer in [0, 2**62], got 100000000000000000000"),
         ("evaluation.seed=-1", "error: evaluation.seed must be an integer in [0, 2**62], got -1"),
+        # nan passed the "not negative" check and the run crashed at its first update
+        ("training.updates_per_timestep=nan",
+         "error: training.updates_per_timestep must be finite, got nan"),
     ],
 )  # fmt: skip
 def test_a_bad_command_line_is_one_line_and_leaves_no_run_directory(

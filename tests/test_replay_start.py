@@ -14,6 +14,7 @@ import torch
 
 from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.training.trainer import Trainer
+from marinenav.training.validation import expected_updates
 from tests.run_utils import tiny_config
 
 REPLAY_AGENTS = [name for name in AGENT_NAMES if agent_class(name).learning == "replay"]
@@ -64,17 +65,19 @@ def test_4096_environments_update_only_from_complete_transitions(
     assert samples and min(timestep for timestep, _, _ in samples) == N_STEP * 4096
     for timestep, index, count in samples:
         assert count > 0 and int(index.max()) < count, (timestep, count)
-    assert trainer.updates == sum(1 for _ in samples)
+    assert trainer.updates == len(samples) == expected_updates(cfg) == 8
     finals = trainer.evaluations[-1]
     assert math.isfinite(finals["eval/return"])
 
 
 def test_learning_from_the_start_waits_for_complete_transitions(tmp_path: Path) -> None:
     """``training.learning_starts=0`` at 16 environments: the same wait, n batched steps."""
-    trainer = Trainer(_many_environments("dqn", 16, 0, 5, f"agent.n_step={N_STEP}"), tmp_path)
+    cfg = _many_environments("dqn", 16, 0, 5, f"agent.n_step={N_STEP}")
+    trainer = Trainer(cfg, tmp_path)
     samples = _spy_on_samples(trainer)
     trainer.train()
     assert min(timestep for timestep, _, _ in samples) == N_STEP * 16
+    assert trainer.updates == len(samples) == expected_updates(cfg) == 12
     assert all(int(index.max()) < count for _, index, count in samples)
 
 
@@ -91,3 +94,17 @@ def test_a_resume_without_its_replay_waits_again(tmp_path: Path) -> None:
     resumed.train()
     assert min(timestep for timestep, _, _ in samples) == 64 + N_STEP * 16
     assert all(int(index.max()) < count for _, index, count in samples)
+
+
+def test_a_run_that_would_take_no_update_says_so_at_the_start(tmp_path: Path, capsys) -> None:
+    """A budget that ends before the first update (here 2 batched steps of 3-step returns)
+    finished with the untrained agent and exit 0, without a word."""
+    cfg = _many_environments("dqn", 16, 0, 2, f"agent.n_step={N_STEP}")
+    assert expected_updates(cfg) == 0
+    Trainer(cfg, tmp_path).train()
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "marinenav: warning: this run takes no gradient update: training.total_timesteps=32 "
+        "ends before the first (updates start once training.learning_starts=0 timesteps are "
+        "collected and the replay holds complete 3-step transitions, at "
+        "training.updates_per_timestep=0.25); the agent stays untrained"
+    )

@@ -73,7 +73,7 @@ from marinenav.training.rundir import (
     check_resumable,
     record_resume,
 )
-from marinenav.training.validation import validate
+from marinenav.training.validation import no_update_warning, validate
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
 # The trainer's record of a run: what it says to the user, and each evaluation. Under train.py,
@@ -282,6 +282,9 @@ class Trainer:
             truncate_csv_logs(self.run_dir / "logs", self.timesteps, self.evaluations)
         if resume_from is not None:
             say(record_resume(self.run_dir, self.timesteps, resume_from, changes))
+        warning = no_update_warning(cfg)
+        if warning is not None:
+            say(f"marinenav: {warning}", error=True)
 
     def _zero_metrics(self) -> TensorDict:
         """The device accumulators read back at each log (float64, since the last log):
