@@ -164,10 +164,12 @@ def evaluate_baseline(
 
 
 def run_scenarios(run_dir: str | Path, scenario_files: list[str | Path] | None) -> list[dict]:
-    """The scenarios of the given files (original layout), or the run's own evaluation set."""
+    """The scenarios of the given files (original layout), or the run's own evaluation set
+    (``eval_configs.json``, read and checked as any scenario file: a torn or edited one is one
+    line naming it)."""
     if scenario_files:
         return [s for path in scenario_files for s in load_scenario_file(path)]
-    return json.loads((Path(run_dir) / "eval_configs.json").read_text())
+    return load_scenario_file(Path(run_dir) / "eval_configs.json")
 
 
 def evaluate_run(
@@ -360,7 +362,7 @@ def _scenarios(args: argparse.Namespace, config: dict[str, Any] | None) -> Chose
         per_stage = len(scenarios) // DEFAULT_TRAINING_SCHEDULE.num_stages
         label = f"the {args.set or 'paper'} set of the random layout ({len(scenarios)} episodes)"
         return ChosenSet(scenarios, per_stage, None, label)
-    scenarios = json.loads((Path(args.run_dir) / "eval_configs.json").read_text())
+    scenarios = load_scenario_file(Path(args.run_dir) / "eval_configs.json")
     label = f"the run's own evaluation set ({own.name}, {len(scenarios)} episodes)"
     return ChosenSet(scenarios, stage_size(config, scenarios), own, label)
 

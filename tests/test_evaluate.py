@@ -149,3 +149,19 @@ def test_ctrl_c_during_an_evaluation_is_one_line_and_writes_nothing(
         "else was written"
     )
     assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_a_torn_evaluation_set_is_one_line_naming_the_file(
+    run_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """A run's eval_configs.json cut short (by hand, or by a copy): the error named no file."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    (copy / "eval_configs.json").write_text('[{"env": ')
+    assert main([str(copy), "--max-steps", "5"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: {copy / 'eval_configs.json'}: not a JSON scenario file (Expecting value: line 1 "
+        "column 10 (char 9))"
+    )
