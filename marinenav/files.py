@@ -29,6 +29,16 @@ from typing import BinaryIO
 TEMP_SUFFIX = ".tmp"  # the temporary files' names: .<name>.<random>.tmp<suffix>
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# what open(path, "w") would give a new file (mkstemp makes its files 0600)
+NEW_FILE_MODE = 0o666 & ~_umask()
+
+
 class FileWriteError(OSError):
     """A file could not be written; the message names it and why, in one line. The target is
     unchanged (its previous content, or no file)."""
@@ -96,6 +106,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as f:  # what the writer wrote reaches the disk before the rename
             os.fsync(f.fileno())
+        # the permissions a plain write would leave: the old file's, or a new file's
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.is_file() else NEW_FILE_MODE)
         os.replace(tmp, path)
     except BaseException as error:
         tmp.unlink(missing_ok=True)

@@ -47,6 +47,18 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Pat
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
 
 
+def test_a_written_file_has_the_permissions_a_plain_write_gives(tmp_path: Path) -> None:
+    """The temporary file is private (0600); the file it becomes is not: a new one gets what
+    ``open(path, "w")`` would give, a replaced one keeps its mode."""
+    plain, atomic = tmp_path / "plain.json", tmp_path / "atomic.json"
+    plain.write_text("{}")
+    write_text(atomic, "{}")
+    assert atomic.stat().st_mode == plain.stat().st_mode
+    atomic.chmod(0o640)
+    write_text(atomic, "[]")
+    assert atomic.stat().st_mode & 0o777 == 0o640
+
+
 def test_an_error_that_is_not_io_passes_through_after_the_cleanup(tmp_path: Path) -> None:
     target = tmp_path / "figure.png"
     with pytest.raises(KeyboardInterrupt), atomic_path(target) as tmp:
