@@ -238,8 +238,6 @@ def _validate(cfg) -> None:
                           f"{cfg.training.updates_per_timestep}")  # fmt: skip
     for key, value in (("seed", cfg.seed), ("evaluation.seed", cfg.evaluation.seed)):
         check_seed(value, key)
-    if cfg.device != "auto":  # one line naming device=, before anything is built on it
-        device_named(cfg.device, f"device={cfg.device}")
     tau = cfg.training.target_tau
     if replay and tau is not None and not 0.0 < tau <= 1.0:
         raise ConfigError(f"training.target_tau must be in (0, 1] or null, got {tau}")
@@ -259,6 +257,8 @@ def _validate(cfg) -> None:
         )
     if cfg.cudagraphs:
         check_cudagraphs(cfg)
+    if cfg.device != "auto":  # one line naming device=, before anything is built on it
+        device_named(cfg.device, f"device={cfg.device}")
     if cfg.get("overwrite", False) and cfg.resume not in (None, False):
         raise ConfigError(
             f"overwrite=true replaces the run directory's checkpoint, resume={cfg.resume} "
