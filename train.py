@@ -45,10 +45,10 @@ def one_line(error: BaseException) -> str:
     return ": ".join(parts)
 
 
-# Exit statuses (docs/training.md, "Exit statuses"): 0 finished, 1 the run failed while it ran
-# (a file it could not write, an unexpected error: traceback in train.log), 2 refused before it
-# started (a bad command line or config, a run directory in use), 3 diverged, 128 + N stopped
-# by signal N (130 Ctrl-C, 143 SIGTERM).
+# Exit statuses (docs/training.md, "Checkpoints and resuming"): 0 finished, 1 the run failed
+# while it ran (a file it could not write, an unexpected error: traceback in train.log), 2
+# refused before it started (a bad command line or config, a run directory in use), 3 diverged,
+# 128 + N stopped by signal N (130 Ctrl-C, 143 SIGTERM).
 FAILED, REFUSED, DIVERGED = 1, 2, 3
 
 
@@ -57,8 +57,11 @@ class JobFailed(Exception):
     Raised (not ``sys.exit``) so that Hydra's launcher runs the sweep's other jobs."""
 
     def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+        super().__init__(message, exit_code)  # both: a launcher's other process unpickles it
+        self.message, self.exit_code = message, exit_code
+
+    def __str__(self) -> str:
+        return self.message
 
 
 # the jobs of this process's sweep that failed: (job number, overrides, message)

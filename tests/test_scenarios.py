@@ -328,7 +328,7 @@ def test_a_one_stage_layout_validates_on_100_episodes_and_the_random_layout_on_i
     checkpoint was chance; 100 give a binomial standard error of at most 0.05. The random
     layout's set (6 stages x 10, seed 253) is unchanged."""
     from marinenav.training.config import evaluation_layout
-    from tests.test_recipes import compose_config
+    from tests.run_utils import compose_config
 
     harbour = compose_config("scenario=harbour")
     per_stage, seed = evaluation_layout(harbour)
