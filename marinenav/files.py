@@ -13,7 +13,12 @@ writer's exception chain where a C++ writer reports it as something else (torch'
 
 Temporary names are ``.<name>.<random>.tmp<suffix>`` (hidden, unique, and with the target's
 suffix, which writers such as matplotlib read the format from); :func:`remove_leftovers` removes
-the ones a killed process left behind.
+the ones a killed process left behind. The written file gets the permissions a plain write
+would give it.
+
+Not written here: ``run.lock`` (a lock record written in place while its ``flock`` is held; a
+torn record reads as none), the files of the metric loggers (TorchRL's CSV and TensorBoard
+writers append; a resume cuts the CSV logs back to the checkpoint) and Hydra's ``train.log``.
 """
 
 from __future__ import annotations
