@@ -190,8 +190,8 @@ def check_writable(path: str | Path, what: str) -> None:
             return
 
 
-def remove_leftovers(directory: str | Path, name: str) -> None:
-    """Remove the temporary files of ``name`` in ``directory`` that a killed writer left
-    (``.<name>.*.tmp*``)."""
+def remove_leftovers(directory: str | Path, name: str = "*") -> None:
+    """Remove the temporary files of ``name`` (default: of any file) in ``directory`` that a
+    killed writer left (``.<name>.*.tmp*``)."""
     for leftover in Path(directory).glob(f".{name}.*{TEMP_SUFFIX}*"):
         leftover.unlink(missing_ok=True)

@@ -109,6 +109,9 @@ def test_remove_leftovers_removes_only_the_named_file_s_temporaries(tmp_path: Pa
         (tmp_path / name).write_text("")
     files.remove_leftovers(tmp_path, "checkpoint.pt")
     assert [p.name for p in tmp_path.iterdir()] == [".other.x.tmp"]
+    (tmp_path / "kept.json").write_text("")
+    files.remove_leftovers(tmp_path)  # every file's
+    assert [p.name for p in tmp_path.iterdir()] == ["kept.json"]
 
 
 def _limited_file_size(limit: int):

@@ -218,7 +218,8 @@ class Trainer:
         taken_over = self.lock.acquire()
         if taken_over:
             say(f"marinenav: {taken_over}", error=True)
-        remove_leftovers(self.run_dir, CHECKPOINT_NAME)  # of a run killed while writing one
+        for directory in (self.run_dir, self.run_dir / BEST_DIR):  # of a run killed in a write
+            remove_leftovers(directory)
         try:
             self._build()
         except BaseException:
