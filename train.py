@@ -71,14 +71,14 @@ FAILED_JOBS: list[tuple[int, str, str]] = []
 def run_and_report(func):
     """Hydra's reporter, with its errors (unknown keys, wrong types, unknown choices) as one
     line and exit status 2 instead of a traceback; after a sweep whose jobs failed, one line
-    naming each (the others ran) and the first one's exit status."""
+    naming each (in this process; else the first) and the first one's exit status."""
     try:
         return func()
     except JobFailed as failed:
         jobs = FAILED_JOBS or [(None, "", str(failed))]  # jobs of another process: the first
         named = "; ".join(f"job {number} ({overrides}): {message}" if number is not None
                           else message for number, overrides, message in jobs)  # fmt: skip
-        print(f"error: {len(jobs)} job(s) of the sweep failed, the others ran: {named}",
+        print(f"error: {len(jobs)} job(s) of the sweep failed: {named}",
               file=sys.stderr, flush=True)  # fmt: skip
         sys.exit(failed.exit_code)
     except Exception as error:
