@@ -6,12 +6,15 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 import hydra._internal.utils
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from marinenav.files import write_text
 from marinenav.training.config import register_configs
 
 register_configs()
@@ -42,14 +45,45 @@ def one_line(error: BaseException) -> str:
     return ": ".join(parts)
 
 
+# Exit statuses (docs/training.md, "Checkpoints and resuming"): 0 finished, 1 the run failed
+# while it ran (a file it could not write, an unexpected error: traceback in train.log), 2
+# refused before it started (a bad command line or config, a run directory in use), 3 diverged,
+# 128 + N stopped by signal N (130 Ctrl-C, 143 SIGTERM).
+FAILED, REFUSED, DIVERGED = 1, 2, 3
+
+
+class JobFailed(Exception):
+    """A job of a sweep that failed or was refused; its ``error:`` line is printed already.
+    Raised (not ``sys.exit``) so that Hydra's launcher runs the sweep's other jobs."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message, exit_code)  # both: a launcher's other process unpickles it
+        self.message, self.exit_code = message, exit_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# the jobs of this process's sweep that failed: (job number, overrides, message)
+FAILED_JOBS: list[tuple[int, str, str]] = []
+
+
 def run_and_report(func):
     """Hydra's reporter, with its errors (unknown keys, wrong types, unknown choices) as one
-    line and exit status 2 instead of a traceback."""
+    line and exit status 2 instead of a traceback; after a sweep whose jobs failed, one line
+    naming each (in this process; else the first) and the first one's exit status."""
     try:
         return func()
+    except JobFailed as failed:
+        jobs = FAILED_JOBS or [(None, "", str(failed))]  # jobs of another process: the first
+        named = "; ".join(f"job {number} ({overrides}): {message}" if number is not None
+                          else message for number, overrides, message in jobs)  # fmt: skip
+        print(f"error: {len(jobs)} job(s) of the sweep failed: {named}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        sys.exit(failed.exit_code)
     except Exception as error:
         print(f"error: {one_line(error)}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        sys.exit(REFUSED)
 
 
 hydra._internal.utils.run_and_report = run_and_report
@@ -103,18 +137,44 @@ def save_hydra_config(cfg: DictConfig, run_dir: Path) -> None:
     directory.mkdir(exist_ok=True)
     for name, node in (("config.yaml", cfg), ("hydra.yaml", hydra_cfg),
                        ("overrides.yaml", hydra_cfg.hydra.overrides.task)):  # fmt: skip
-        (directory / name).write_text(OmegaConf.to_yaml(node), encoding="utf-8")
+        write_text(directory / name, OmegaConf.to_yaml(node))
     # where each value came from (python train.py ... --explain KEY tells the same)
     from marinenav.training.provenance import sources_yaml, value_sources
 
     overrides = list(hydra_cfg.hydra.overrides.task)
-    (directory / "sources.yaml").write_text(sources_yaml(value_sources(overrides)), "utf-8")
+    write_text(directory / "sources.yaml", sources_yaml(value_sources(overrides)))
+
+
+def end_job(message: str, exit_code: int) -> NoReturn:
+    """Print ``error: message`` and end this job with ``exit_code``: the process, or, in a
+    sweep, only this job (:class:`JobFailed`), so that the sweep's other jobs run."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    if HydraConfig.get().mode == RunMode.MULTIRUN:
+        hydra_cfg = HydraConfig.get()
+        # the job's own values: its overrides that the command line does not hold as they are
+        given = {arg.lower() for arg in sys.argv}
+        swept = [o for o in hydra_cfg.overrides.task if o.lower() not in given]
+        FAILED_JOBS.append((hydra_cfg.job.num, " ".join(swept), message))
+        raise JobFailed(message, exit_code)
+    sys.exit(exit_code)
+
+
+def unexpected(error: Exception, run_dir: Path) -> str:
+    """Write ``error``'s traceback to the run's log (train.log) and return the line that says
+    so: an error that is not the user's to fix, kept for whoever is."""
+    from marinenav.training.trainer import LOG
+
+    LOG.error("unexpected error", exc_info=error)
+    log = run_dir / f"{HydraConfig.get().job.name}.log"
+    return (f"unexpected {type(error).__name__}: {one_line(error)} (the traceback is in {log}; "
+            "please report it)")  # fmt: skip
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
     """Train, evaluate and checkpoint in Hydra's run directory; returns the final success rate
-    (the value a sweeper optimises)."""
+    (the value a sweeper optimises). Ends with the exit statuses above."""
+    from marinenav.files import FileWriteError
     from marinenav.training.checkpoint import CHECKPOINT_NAME
     from marinenav.training.rundir import remove_new_directories
     from marinenav.training.trainer import Trainer, TrainingDiverged, TrainingInterrupted
@@ -129,17 +189,26 @@ def main(cfg: DictConfig) -> float:
         trainer = Trainer(cfg, run_dir)
     except (ValueError, FileNotFoundError) as error:  # config, directory, resume: nothing ran
         remove_new_directories(run_dir)  # only what Hydra made for this run, never the user's
-        print(f"error: {one_line(error)}", file=sys.stderr, flush=True)
-        sys.exit(2)
-    save_hydra_config(cfg, run_dir)
-    trainer.resume_command = resume_command(run_dir)
+        end_job(one_line(error), REFUSED)
+    except FileWriteError as error:
+        end_job(str(error), FAILED)
+    except Exception as error:
+        end_job(unexpected(error, run_dir), FAILED)
     try:
+        save_hydra_config(cfg, run_dir)
+        trainer.resume_command = resume_command(run_dir)
         return trainer.train()["eval/success_rate"]
     except TrainingInterrupted as stop:
-        sys.exit(stop.exit_code)
+        sys.exit(stop.exit_code)  # a stop stops a sweep too
     except TrainingDiverged as error:
-        print(f"error: {error}", file=sys.stderr, flush=True)
-        sys.exit(3)
+        end_job(str(error), DIVERGED)
+    except FileWriteError as error:  # a full disk: the last checkpoint written is kept
+        kept = run_dir / CHECKPOINT_NAME
+        end_job(f"{error}; stopped at timestep {trainer.timesteps:,}"
+                + (f", the last checkpoint {kept} is kept; free space and resume with: "
+                   f"{trainer.resume_command}" if kept.is_file() else ""), FAILED)  # fmt: skip
+    except Exception as error:
+        end_job(unexpected(error, run_dir), FAILED)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from marinenav.evaluate import evaluate_planner  # noqa: E402
+from marinenav.files import write_text  # noqa: E402
 from marinenav.planner import planner_policy  # noqa: E402
 from marinenav.stats import format_rate  # noqa: E402
 from marinenav.training.evaluation import EVALUATION_SETS, named_scenarios  # noqa: E402
@@ -57,11 +58,10 @@ def main() -> None:
                   + " | ".join(f"{r:.2f}" for r in stages)
                   + f" | {metrics['eval/return']:.1f} | {seconds:.0f} s |", flush=True)
             if args.out:
-                args.out.mkdir(parents=True, exist_ok=True)
                 metrics["planner"] = {"file": str(path), "agent": policy.agent_type,
                                       "sac_action": mode, "set": args.set}  # fmt: skip
                 name = label.replace(" ", "_").replace("(", "").replace(")", "")
-                (args.out / f"{name}.json").write_text(json.dumps(metrics))
+                write_text(args.out / f"{name}.json", json.dumps(metrics))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents.ppo import IPPOAgent, MAPPOAgent, PPOConfig
 from marinenav.envs import MarineNavEnv, transition
+from marinenav.files import write_text
 from marinenav.sim import InfoState
 from marinenav.sim.curriculum import CurriculumSchedule
 from marinenav.training.evaluation import Evaluator, evaluation_scenarios
@@ -179,8 +180,7 @@ def main() -> None:
               f"| {mean_losses.get('loss_objective', 0):.3g} "
               f"| {mean_losses.get('loss_critic', 0):.3g} |", flush=True)  # fmt: skip
         if args.out is not None:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            write_text(args.out, "".join(json.dumps(r) + "\n" for r in rows))
         if finished:
             break
 

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from marinenav.envs import MarineNavEnv  # noqa: E402
+from marinenav.files import write_text  # noqa: E402
 from marinenav.sim import InfoState  # noqa: E402
 from marinenav.training.evaluation import named_scenarios  # noqa: E402
 
@@ -155,7 +156,7 @@ def record(out: Path, pretrained: Path, episodes_per_stage: int) -> None:
         path = pretrained / f"traced_{agent}_model.pt"
         values["planners"][agent] = evaluate_sequentially(path, agent, scenarios)
         print(agent, sum(e["success"] for e in values["planners"][agent]), "successes")
-    out.write_text(json.dumps(values, indent=1))
+    write_text(out, json.dumps(values, indent=1))
 
 
 if __name__ == "__main__":

@@ -7,12 +7,15 @@ FILE.pt [--agent-type ac_iqn]`` loads a TorchScript planner (the original's
 load the same way); ``python -m marinenav.evaluate
 --baseline apf|mpc [--variant textbook|original]`` builds the original's APF or MPC planner
 (:mod:`marinenav.baselines`). Each runs an evaluation set (the run's own ``eval_configs.json``
-by default; a named set, :data:`EVALUATION_SETS`, of the random scenarios or of another layout,
-``--scenario harbour``; or scenario JSON files in the original's layout) all at once as one
-batched environment with deterministic actions (a planner acts by its own rule: SAC samples, IQN
-draws its taus, unless told otherwise), prints the original's metrics with Wilson 95% intervals
-and per stage, writes them to ``--out`` as JSON, and renders pictures of the first episodes (PNG
-frames and an animated GIF) when ``--pictures N`` is given (runs and baselines).
+by default; a named set, :data:`EVALUATION_SETS`, of the run's own layout with its options (for
+a run of the random layout, and for planners and baselines, the random scenarios of the paper's
+curriculum) or of another layout, ``--scenario harbour``; or scenario JSON files in the
+original's layout) all at once as one batched environment with deterministic actions (a
+planner acts by its own rule: SAC samples, IQN draws its taus, unless told otherwise), says
+which set on stderr, prints the original's metrics with Wilson 95% intervals and per stage,
+writes them to ``--out`` as JSON, and renders pictures of the first episodes (PNG frames and an
+animated GIF) when ``--pictures N`` is given (runs and baselines). What would fail only at the
+end (an ``--out`` that cannot be written, a device this machine lacks) is refused first.
 
 Planners and baselines are evaluated in float64 (the original's precision and the files' own)
 with the evaluation seed 253, unless ``--dtype`` / ``--seed`` say otherwise.
@@ -30,16 +33,20 @@ from tensordict.nn import TensorDictModuleBase
 
 from marinenav.agents import Agent
 from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
+from marinenav.cli import run_command
 from marinenav.encounters import encounter_records, format_encounters, own_and_targets
+from marinenav.files import FileWriteError, check_writable, write_text
+from marinenav.keys import check_seed, device_named
 from marinenav.planner import PlannerLoadError, PlannerPolicy, planner_policy
 from marinenav.policy.selectors import QuantileSelector
-from marinenav.scenarios import LAYOUTS, ScenarioLayout, make_layout
+from marinenav.scenarios import LAYOUTS, RandomLayout, ScenarioLayout, make_layout
 from marinenav.sim import load_scenario_file
 from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE
 from marinenav.stats import format_rate
 from marinenav.training.checkpoint import load_agent
 from marinenav.training.config import layout_of
 from marinenav.training.evaluation import (
+    EVALUATION_SETS,
     SET_NAMES,
     Evaluator,
     evaluation_setup,
@@ -158,10 +165,12 @@ def evaluate_baseline(
 
 
 def run_scenarios(run_dir: str | Path, scenario_files: list[str | Path] | None) -> list[dict]:
-    """The scenarios of the given files (original layout), or the run's own evaluation set."""
+    """The scenarios of the given files (original layout), or the run's own evaluation set
+    (``eval_configs.json``, read and checked as any scenario file: a torn or edited one is one
+    line naming it)."""
     if scenario_files:
         return [s for path in scenario_files for s in load_scenario_file(path)]
-    return json.loads((Path(run_dir) / "eval_configs.json").read_text())
+    return load_scenario_file(Path(run_dir) / "eval_configs.json")
 
 
 def evaluate_run(
@@ -226,8 +235,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(taus scaled to [0, CVAR]; default: a planner 1, the node's mean; "
                              "a run its agent.cvar_alpha)")
     parser.add_argument("--set", choices=SET_NAMES, default=None,
-                        help="a named evaluation set (default: the run's own; planners: paper); "
-                             "currents4 / currents8: the paper's stages with 4 / 8 vortex cores")
+                        help="a named evaluation set of the run's own layout (default: the run's "
+                             "own set; planners: paper); currents4 / currents8: the paper's "
+                             "stages with 4 / 8 vortex cores")
     parser.add_argument("--scenarios", nargs="*", help="scenario JSON files (original layout)")
     parser.add_argument("--scenario", choices=tuple(sorted(LAYOUTS)), default=None,
                         help="a scenario layout's evaluation set, default options (with --set: "
@@ -235,12 +245,14 @@ def main(argv: list[str] | None = None) -> int:
                              "cases with their COLREGs checks)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                         help="planners and baselines: simulation precision")
-    parser.add_argument("--seed", type=int, default=PLANNER_EVAL_SEED,
+    parser.add_argument("--seed", type=_seed, default=PLANNER_EVAL_SEED,
                         help="planners: noise seed of the evaluation")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--max-steps", type=int, default=1001)
+    parser.add_argument("--max-steps", type=_at_least(1), default=1001,
+                        help="step cap of an episode (default 1001, the original's)")
     parser.add_argument("--out", help="write the metrics as JSON here")
-    parser.add_argument("--pictures", type=int, default=0, help="render the first N episodes")
+    parser.add_argument("--pictures", type=_at_least(0), default=0,
+                        help="render the first N episodes")
     parser.add_argument("--pictures-dir", default=None,
                         help="default: RUN_DIR/pictures, or pictures_BASELINE_VARIANT")
     args = parser.parse_args(argv)  # fmt: skip
@@ -250,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --set or --scenarios, not both")
     if args.scenario and args.scenarios:
         parser.error("give --scenario or --scenarios, not both")
+    _check_before_work(parser, args)
     policy = None
     try:
         if args.planner:
@@ -274,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, PlannerLoadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    print(f"marinenav: evaluated on {chosen.label}", file=sys.stderr)
     print(format_table(metrics))
     if "encounters" in metrics:
         labels = chosen.layout.episode_labels(chosen.scenarios) if chosen.layout else [
@@ -282,16 +296,17 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(format_encounters(metrics["encounters"], metrics["episodes"]["success"], labels))
     if args.out:
-        Path(args.out).write_text(json.dumps(metrics, indent=1))
+        try:
+            write_text(args.out, json.dumps(metrics, indent=1))
+        except FileWriteError as error:  # checked writable at the start; the disk filled since
+            print(f"error: {error} (the metrics above were not saved)", file=sys.stderr)
+            return 1
     if args.pictures and (args.run_dir or policy is not None):
         from marinenav.viz import record_episode, save_animation, save_frames
 
         if policy is not None:
             agent, config = policy, planner_config(args.dtype, args.seed)
-            default_dir = Path(f"pictures_{args.baseline}_{args.variant}")
-        else:
-            default_dir = Path(args.run_dir) / "pictures"
-        target = Path(args.pictures_dir or default_dir)
+        target = _pictures_dir(args)
         for k, scenario in enumerate(scenarios[: args.pictures]):
             recording = record_episode(
                 agent, scenario, args.max_steps, args.device,
@@ -309,28 +324,98 @@ def stage_size(config: dict[str, Any], scenarios: list) -> int:
 
 
 class ChosenSet(NamedTuple):
-    """The scenarios an evaluation runs, their episodes per stage (None: no stages) and the
-    layout whose rules apply (None: the paper's)."""
+    """The scenarios an evaluation runs, their episodes per stage (None: no stages), the
+    layout whose rules apply (None: the paper's) and what they are, in words (the line the
+    command prints before it evaluates)."""
 
     scenarios: list[dict]
     per_stage: int | None
     layout: ScenarioLayout | None
+    label: str
+
+
+def _named(name: str, layout: ScenarioLayout, whose: str) -> ChosenSet:
+    """The named set ``name`` of ``layout`` (``whose``: how the label calls the layout)."""
+    scenarios = named_scenarios(name, layout=layout)
+    per_stage = len(scenarios) // layout.num_stages
+    fixed = EVALUATION_SETS.get(name, (None,))[0] not in (None, per_stage)
+    label = (f"{layout.name}'s fixed evaluation set ({len(scenarios)} episodes; the named set "
+             f"{name!r} does not apply to it)" if fixed
+             else f"the {name} set of {whose} ({len(scenarios)} episodes)")  # fmt: skip
+    return ChosenSet(scenarios, per_stage, layout, label)
 
 
 def _scenarios(args: argparse.Namespace, config: dict[str, Any] | None) -> ChosenSet:
-    """The scenario set the arguments name (the run's own by default)."""
+    """The scenario set the arguments name: for a run, its own evaluation set by default and,
+    with ``--set``, that named set of the run's own layout (its options; for the random
+    layout, of the paper's curriculum, the sets every agent is compared on)."""
     if args.scenarios:
-        return ChosenSet([s for path in args.scenarios for s in load_scenario_file(path)], None,
-                         None)  # fmt: skip
+        scenarios = [s for path in args.scenarios for s in load_scenario_file(path)]
+        return ChosenSet(scenarios, None, None, f"{len(scenarios)} episodes of scenario files")
     if args.scenario:
         layout = make_layout(args.scenario)
-        scenarios = named_scenarios(args.set or "paper", layout=layout)
-        return ChosenSet(scenarios, len(scenarios) // layout.num_stages, layout)
-    if args.set or config is None:
+        return _named(args.set or "paper", layout, f"the {layout.name} layout (default options)")
+    own = layout_of(config) if config is not None else None
+    if own is not None and not isinstance(own, RandomLayout):
+        if args.set:
+            return _named(args.set, own, f"the run's layout, {own.name}")
+    elif args.set or config is None:
         scenarios = named_scenarios(args.set or "paper")
-        return ChosenSet(scenarios, len(scenarios) // DEFAULT_TRAINING_SCHEDULE.num_stages, None)
-    scenarios = json.loads((Path(args.run_dir) / "eval_configs.json").read_text())
-    return ChosenSet(scenarios, stage_size(config, scenarios), layout_of(config))
+        per_stage = len(scenarios) // DEFAULT_TRAINING_SCHEDULE.num_stages
+        label = f"the {args.set or 'paper'} set of the random layout ({len(scenarios)} episodes)"
+        return ChosenSet(scenarios, per_stage, None, label)
+    scenarios = load_scenario_file(Path(args.run_dir) / "eval_configs.json")
+    label = f"the run's own evaluation set ({own.name}, {len(scenarios)} episodes)"
+    return ChosenSet(scenarios, stage_size(config, scenarios), own, label)
+
+
+def _at_least(low: int):
+    """An argparse type: an integer of at least ``low``, refused in one line otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
+
+
+def _seed(text: str) -> int:
+    """An argparse type: a seed (:func:`marinenav.keys.check_seed`)."""
+    try:
+        return check_seed(int(text), "the seed")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _pictures_dir(args: argparse.Namespace) -> Path:
+    """Where ``--pictures`` go: ``--pictures-dir``, else RUN_DIR/pictures or
+    pictures_BASELINE_VARIANT."""
+    if args.pictures_dir:
+        return Path(args.pictures_dir)
+    if args.run_dir:
+        return Path(args.run_dir) / "pictures"
+    return Path(f"pictures_{args.baseline}_{args.variant}")
+
+
+def _check_before_work(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, before anything is loaded or evaluated, what would fail only at the end: a
+    device this machine lacks, an ``--out`` or pictures directory that cannot be written."""
+    try:
+        device_named(args.device, f"--device {args.device}")
+        if args.out:
+            check_writable(args.out, "--out")
+        if args.pictures and args.planner:
+            raise ValueError("--pictures draws runs and baselines; for a planner file use "
+                             "python -m marinenav.viz episode --planner FILE")  # fmt: skip
+        if args.pictures:
+            check_writable(_pictures_dir(args) / "episode_000.gif", "--pictures-dir")
+    except ValueError as error:
+        parser.error(str(error))
 
 
 def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:
@@ -363,4 +448,4 @@ def _evaluate_baseline(args: argparse.Namespace) -> tuple[BaselinePolicy, dict[s
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main, "python -m marinenav.evaluate")

@@ -50,9 +50,6 @@ import argparse
 import copy
 import io
 import json
-import os
-import sys
-import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -62,7 +59,9 @@ import torch
 from torch import nn
 
 from marinenav.agents import Agent
+from marinenav.cli import run_command
 from marinenav.elementary_atan import ElementaryAtan
+from marinenav.files import FileWriteError, atomic_path
 from marinenav.planner_convention import (
     EXPORT_NUM_TAU,
     FORMATS,
@@ -119,18 +118,13 @@ def metadata(agent: Agent) -> dict[str, Any]:
 
 
 def write_in_place(path: str | Path, write: Callable[[Path], object]) -> Path:
-    """Call ``write(temporary)`` on a new name beside ``path`` (the same suffix: AOTInductor
-    wants ``.pt2``), then rename it to ``path`` (parents created); on an error the temporary
-    file is removed and ``path`` is left as it was. Returns ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.stem}.{uuid.uuid4().hex[:12]}.tmp{path.suffix}")
-    try:
+    """Call ``write(temporary)`` on a new name beside ``path`` with the same suffix (AOTInductor
+    wants ``.pt2``), then rename it to ``path`` (:func:`marinenav.files.atomic_path`: parents
+    created; on an error the temporary file is removed, ``path`` is left as it was and an I/O
+    failure is one :class:`~marinenav.files.FileWriteError`). Returns ``path``."""
+    with atomic_path(path) as temporary:
         write(temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return Path(path)
 
 
 def export_torchscript(agent: Agent, path: str | Path) -> Path:
@@ -345,12 +339,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for fmt in formats:
             try:
                 path = EXPORTERS[fmt](agent, target / export_file_name(agent.name, fmt))
-            except OSError as error:  # e.g. no write permission: one line, not a traceback
-                parser.error(f"--out {out}: cannot write {error.filename or target}: "
-                             f"{error.strerror or error}")  # fmt: skip
+            except FileWriteError as error:  # a full disk, no permission: one line, no file left
+                parser.error(f"--out {out}: {error}")
             print(path)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main, "python -m marinenav.export")

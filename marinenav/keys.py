@@ -1,5 +1,5 @@
 """The tensordict vocabulary every layer shares: the robot group and its observation fields,
-and the config's dtype names.
+the config's dtype and device names, and the range of seeds.
 
 A MarineNavEnv step's tensordict holds the per-robot entries under one group,
 ``td[GROUP]`` with batch shape ``[E, R]`` (environments, robot slots), as TorchRL's
@@ -31,3 +31,37 @@ def dtype_named(name: str) -> torch.dtype:
         return DTYPES[name]
     except KeyError:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {name!r}") from None
+
+
+def device_named(name: str | torch.device, label: str | None = None) -> torch.device:
+    """The torch device ``name`` names (``"cpu"``, ``"cuda"``, ``"cuda:1"``), checked before
+    anything is built or loaded on it: ``ValueError`` in one line starting with ``label``
+    (default ``device NAME``; the trainer says ``device=NAME``, a command ``--device NAME``) for
+    a name torch does not know or a CUDA device this machine does not have, instead of an error
+    from deep inside torch or a healthy checkpoint reported unreadable."""
+    label = label or f"device {name}"
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"{label}: not a device name (cpu, cuda, cuda:N)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"{label}: CUDA is not available on this machine (use cpu)")
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise ValueError(f"{label}: this machine has {count} CUDA device(s), cuda:0 to "
+                             f"cuda:{count - 1}")  # fmt: skip
+    return device
+
+
+MAX_SEED = 2**62
+"""Seeds are integers in ``[0, MAX_SEED]``: torch keeps seeds in 64-bit integers, and the
+agent's seed is the run's plus an offset."""
+
+
+def check_seed(seed: int, name: str = "seed") -> int:
+    """``seed`` if it is an integer in ``[0, MAX_SEED]``; else ``ValueError`` naming ``name``
+    (torch's own message for a huge seed, "Overflow when unpacking long long", names nothing)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"{name} must be an integer in [0, 2**62], got {seed!r}")
+    return seed

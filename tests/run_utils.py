@@ -34,10 +34,15 @@ TINY = [
 ]
 
 
-def tiny_config(*overrides: str):
+def compose_config(*overrides: str):
+    """The run config ``python train.py OVERRIDES`` composes."""
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=[*TINY, *overrides])
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def tiny_config(*overrides: str):
+    return compose_config(*TINY, *overrides)
 
 
 def train_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -37,6 +37,13 @@ AGENT_CHOICES = ", ".join(sorted(path.stem for path in (ROOT / "conf" / "agent")
          "default"),
         ("curriculum.num_robots=[0]",
          "error: curriculum.num_robots[0] must be at least 1 (every episode needs a robot), got 0"),
+        # torch used to say "Overflow when unpacking long long", naming nothing
+        ("seed=100000000000000000000",
+         "error: seed must be an integer in [0, 2**62], got 100000000000000000000"),
+        ("evaluation.seed=-1", "error: evaluation.seed must be an integer in [0, 2**62], got -1"),
+        # nan passed the "not negative" check and the run crashed at its first update
+        ("training.updates_per_timestep=nan",
+         "error: training.updates_per_timestep must be finite, got nan"),
     ],
 )  # fmt: skip
 def test_a_bad_command_line_is_one_line_and_leaves_no_run_directory(
@@ -187,3 +194,38 @@ def test_a_diverging_run_stops_and_keeps_the_last_good_checkpoint(
     state = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
     assert state["counters"]["timesteps"] == 80
     assert all(torch.isfinite(v).all() for v in state["agent"]["modules"].values())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
+def test_a_cuda_device_without_cuda_is_one_line_wherever_it_is_asked_for(capsys) -> None:
+    """``MarineNavEnv(device="cuda")`` failed inside torch, and ``evaluate --device
+    cuda`` called a healthy checkpoint "truncated or corrupt"."""
+    from marinenav.envs import MarineNavEnv
+    from marinenav.evaluate import main as evaluate_main
+
+    with pytest.raises(ValueError) as error:
+        MarineNavEnv(2, "discrete", device="cuda")
+    assert str(error.value) == "device cuda: CUDA is not available on this machine (use cpu)"
+    with pytest.raises(ConfigError) as refused:
+        validate(tiny_config("agent=dqn", "device=cuda"))
+    assert str(refused.value) == "device=cuda: CUDA is not available on this machine (use cpu)"
+    from marinenav.training.checkpoint import load_agent
+
+    with pytest.raises(ValueError) as loading:
+        load_agent("any_run", "cuda")  # not "truncated or corrupt"
+    assert str(loading.value) == "device cuda: CUDA is not available on this machine (use cpu)"
+    with pytest.raises(SystemExit) as exited:
+        evaluate_main(["any_run", "--device", "cuda"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "python -m marinenav.evaluate: error: --device cuda: CUDA is not available on this "
+        "machine (use cpu)"
+    )
+
+
+def test_a_device_name_torch_does_not_know_is_one_line() -> None:
+    from marinenav.envs import MarineNavEnv
+
+    with pytest.raises(ValueError) as error:
+        MarineNavEnv(2, "discrete", device="gpu0")
+    assert str(error.value) == "device gpu0: not a device name (cpu, cuda, cuda:N)"

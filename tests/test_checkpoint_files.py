@@ -10,6 +10,7 @@ import torch
 
 from marinenav.evaluate import main as evaluate_main
 from marinenav.export import main as export_main
+from marinenav.files import FileWriteError
 from marinenav.training import checkpoint
 from marinenav.training.checkpoint import CheckpointError, load_agent, write_checkpoint
 from marinenav.training.trainer import Trainer
@@ -41,9 +42,9 @@ def test_an_unreadable_new_file_is_never_renamed_over_the_old(tmp_path: Path, mo
     path = tmp_path / "checkpoint.pt"
     write_checkpoint({"config": {}, "agent": {}, "value": torch.arange(5)}, path)
     monkeypatch.setattr(checkpoint.torch, "save", lambda state, f: f.write(b"not a zip"))
-    with pytest.raises(CheckpointError, match=r"checkpoint\.pt\.tmp is not a readable"):
+    with pytest.raises(FileWriteError, match=r"checkpoint\.pt: the written file does not read"):
         write_checkpoint({"config": {}, "agent": {}}, path)
-    assert not (tmp_path / "checkpoint.pt.tmp").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]  # no temporary file
     assert torch.equal(checkpoint.load_checkpoint(path)["value"], torch.arange(5))
 
 

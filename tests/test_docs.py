@@ -67,7 +67,8 @@ def test_the_readme_shows_training_commands() -> None:
 def test_documented_train_commands_compose_and_validate(command: str) -> None:
     """Every ``python train.py ...`` line of the docs is a valid configuration (the first value
     of a sweep is composed); Hydra's own keys (``hydra/...``) are left to Hydra. A line that
-    asks for CUDA graphs on a machine without CUDA must stop with the documented error."""
+    asks for CUDA graphs, or CUDA, on a machine without CUDA must stop with the documented
+    error."""
     check_train_command(command)
 
 
@@ -92,6 +93,9 @@ def check_train_command(command: str) -> None:
         cfg = compose(config_name="config", overrides=overrides)
         if "cudagraphs=true" in overrides and not torch.cuda.is_available():
             with pytest.raises(ConfigError, match="cudagraphs=true needs a CUDA device"):
+                validate(cfg)
+        elif "device=cuda" in overrides and not torch.cuda.is_available():
+            with pytest.raises(ConfigError, match="CUDA is not available on this machine"):
                 validate(cfg)
         else:
             validate(cfg)

@@ -84,3 +84,84 @@ def test_cvar_makes_an_iqn_run_act_on_the_lower_tail(run_dir: Path, capsys) -> N
         act_at_cvar(agent, 0.0)
     assert main([str(run_dir), "--cvar", "0.5", "--max-steps", "30"]) == 2
     assert "--cvar is for IQN" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--pictures", "-1"], "argument --pictures: must be at least 0, got -1"),
+        (["--max-steps", "0"], "argument --max-steps: must be at least 1, got 0"),
+        (["--seed", str(2**64)], f"argument --seed: the seed must be an integer in [0, 2**62], "
+                                 f"got {2**64}"),
+        (["--out", "{tmp}/a_file/metrics.json"],
+         "--out {tmp}/a_file/metrics.json is under {tmp}/a_file, which is a file"),
+        (["--out", "{tmp}"], "--out {tmp} is a directory, not a file"),
+        (["--pictures", "1", "--pictures-dir", "{tmp}/a_file/pictures"],
+         "--pictures-dir {tmp}/a_file/pictures/episode_000.gif is under {tmp}/a_file, which is "
+         "a file"),
+    ],
+)  # fmt: skip
+def test_arguments_that_would_fail_late_are_refused_before_any_work(
+    run_dir: Path, tmp_path: Path, arguments: list[str], message: str, capsys, monkeypatch
+) -> None:
+    """``--out`` to a path that cannot be written failed after the whole evaluation
+    with a traceback; ``--pictures -1`` drew episodes 0-18; ``--max-steps 0`` said "got -1"."""
+    import marinenav.evaluate as evaluate_module
+
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.setattr(evaluate_module, "evaluate_agent", lambda *a, **k: pytest.fail("ran"))
+    with pytest.raises(SystemExit) as exited:
+        main([str(run_dir), *(a.format(tmp=tmp_path) for a in arguments)])
+    assert exited.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == f"python -m marinenav.evaluate: error: {message.format(tmp=tmp_path)}"
+
+
+def test_pictures_of_a_planner_file_are_refused_not_skipped(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--planner", "any.pt", "--pictures", "2"])
+    assert "--pictures draws runs and baselines; for a planner file use python -m marinenav.viz" \
+        " episode --planner FILE" in capsys.readouterr().err
+
+
+_INTERRUPTED_EVALUATION = """
+import runpy, sys
+from marinenav.training.evaluation import Evaluator
+def interrupted(self, *args, **kwargs):
+    raise KeyboardInterrupt  # Ctrl-C in the middle of the evaluation
+Evaluator.run = interrupted
+sys.argv = ["evaluate", *sys.argv[1:]]
+runpy.run_module("marinenav.evaluate", run_name="__main__")
+"""
+
+
+def test_ctrl_c_during_an_evaluation_is_one_line_and_writes_nothing(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "metrics.json"
+    result = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_EVALUATION, str(run_dir), "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 130  # 128 + SIGINT
+    assert result.stderr.strip().splitlines()[-1] == (
+        "python -m marinenav.evaluate: interrupted; files written before are whole, nothing "
+        "else was written"
+    )
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_a_torn_evaluation_set_is_one_line_naming_the_file(
+    run_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """A run's eval_configs.json cut short (by hand, or by a copy): the error named no file."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    (copy / "eval_configs.json").write_text('[{"env": ')
+    assert main([str(copy), "--max-steps", "5"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: {copy / 'eval_configs.json'}: not a JSON scenario file (Expecting value: line 1 "
+        "column 10 (char 9))"
+    )

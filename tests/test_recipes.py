@@ -13,18 +13,9 @@ from omegaconf import open_dict
 from marinenav.agents import agent_class
 from marinenav.export import main as export_main
 from marinenav.training.checkpoint import load_agent, load_checkpoint
-from marinenav.training.config import register_configs, run_intervals
+from marinenav.training.config import run_intervals
 from marinenav.training.trainer import Trainer
-from tests.run_utils import ROOT, tiny_config
-
-
-def compose_config(*overrides: str):
-    """The run config ``python train.py OVERRIDES`` composes."""
-    from hydra import compose, initialize_config_dir
-
-    register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
+from tests.run_utils import compose_config, tiny_config
 
 PAPER_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow")
 REPLAY_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow", "td3")

@@ -313,6 +313,31 @@ def test_train_and_evaluate_on_the_harbour(tmp_path: Path, capsys) -> None:
     assert evaluate_main([str(tmp_path), "--scenario", "harbour"]) == 0
     out = capsys.readouterr().out
     assert "(n=10)" in out and "success_rate_stage0" in out and "stage1" not in out
+    # a named set of a run is its own layout's, with the run's options (it was the
+    # random layout's 600 or 60 episodes, without a word)
+    assert evaluate_main([str(tmp_path), "--set", "paper", "--max-steps", "5"]) == 0
+    printed = capsys.readouterr()
+    assert printed.err.splitlines()[-1] == (
+        "marinenav: evaluated on the paper set of the run's layout, harbour (10 episodes)"
+    )
+    assert "(n=10)" in printed.out and "stage1" not in printed.out
+
+
+def test_a_one_stage_layout_validates_on_100_episodes_and_the_random_layout_on_its_60() -> None:
+    """The harbour (one stage) validated on the curriculum's 10 episodes, so its best
+    checkpoint was chance; 100 give a binomial standard error of at most 0.05. The random
+    layout's set (6 stages x 10, seed 253) is unchanged."""
+    from marinenav.training.config import evaluation_layout
+    from tests.run_utils import compose_config
+
+    harbour = compose_config("scenario=harbour")
+    per_stage, seed = evaluation_layout(harbour)
+    assert per_stage * layout_of(harbour).num_stages == 100 and seed == 253
+    assert math.sqrt(0.25 / 100) == 0.05  # the worst case, a success rate of 0.5
+    for recipe in ("fast", "paper"):
+        random = compose_config(f"recipe={recipe}")
+        assert evaluation_layout(random) == (10, 253)
+        assert layout_of(random).num_stages == 6
 
 
 def test_train_on_scenario_files(tmp_path: Path) -> None:

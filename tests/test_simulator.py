@@ -301,6 +301,31 @@ def test_bad_continuous_actions_raise(value, shape, dtype, message) -> None:
         sim.step(torch.full(shape, value, dtype=dtype))
 
 
+@pytest.mark.parametrize("value", [1.0001, 2.0, -5.0, 100.0])
+def test_a_continuous_action_outside_the_spec_is_refused_in_validation_mode(value) -> None:
+    sim = MarineNavSimulator(2, "continuous")
+    actions = torch.zeros(2, 5, 2)
+    actions[1, 0, 0] = value
+    with pytest.raises(ValueError, match=r"outside \[-1, 1\] for an active robot \(\|a\| = "):
+        sim.step(actions)
+    sim.deactivated[1, 0] = True  # an inactive robot's action is ignored, whatever it is
+    sim.step(actions)
+
+
+def test_without_validation_a_continuous_action_is_clamped_to_the_rate_limit() -> None:
+    """From rest, actions 2, 5 and 100 gave 1,000 N after one 0.5 s step where the
+    rate limit (1000 N/s) allows 500 N; each now gives what 1 (or -1) gives."""
+    thrusts = {}
+    for value in (1.0, 2.0, 5.0, 100.0, -1.0, -100.0):
+        sim = MarineNavSimulator(1, "continuous", validate=False, seed=0, dtype=torch.float64)
+        sim.step(torch.full((1, 5, 2), value, dtype=torch.float64))
+        thrusts[value] = sim.state.thrust[0, 0].clone()
+    assert torch.allclose(thrusts[1.0], torch.full((2,), 500.0, dtype=torch.float64))
+    for value in (2.0, 5.0, 100.0):
+        assert torch.equal(thrusts[value], thrusts[1.0]), value
+    assert torch.equal(thrusts[-100.0], thrusts[-1.0])
+
+
 def test_bad_reset_mask_raises(discrete_sim) -> None:
     with pytest.raises(ValueError, match="shape"):
         discrete_sim.reset(torch.ones(3, dtype=torch.bool))
@@ -342,8 +367,21 @@ def _broken(edit) -> dict:
         (lambda s: s["robots"].__setitem__("N", [5]), "robots.N must be 10"),
         (lambda s: s["robots"].__setitem__("init_theta", [float("nan")]), "non-finite"),
         (lambda s: s["robots"].__setitem__("m", [20.0]), "singular"),
+        # strings used to be refused naming no key (or read: float("55")), and a start
+        # 1,000 km off the 55 m map was accepted
+        (lambda s: s["env"].__setitem__("width", "55"),
+         "scenario 0: scenario key env.width must hold numbers, got '55'$"),
+        (lambda s: s["robots"].__setitem__("r", ["0.8"]),
+         "scenario 0: scenario key robots.r must hold numbers, got '0.8'$"),
+        (lambda s: s["robots"]["start"][0].__setitem__(0, 1e6),
+         r"scenario 0: robots.start\[0\] = \[1e\+06, [0-9.]+\] lies outside the map, \[0, 55\] x "
+         r"\[0, 55\] m \(env.width, env.height\)$"),
+        (lambda s: s["robots"]["goal"][0].__setitem__(1, -3.0),
+         r"scenario 0: robots.goal\[0\] = \[[0-9.]+, -3\] lies outside the map"),
+        (lambda s: s["env"].__setitem__("num_robots", "1"),
+         "scenario 0: env.num_robots must be an integer, got '1'$"),
     ],
-)
+)  # fmt: skip
 def test_bad_scenario_dicts_raise(edit, message) -> None:
     with pytest.raises(ValueError, match=message):
         MarineNavSimulator.from_scenarios([_broken(edit)])

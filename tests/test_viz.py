@@ -190,6 +190,14 @@ def test_command_line(run_dir: Path, two_seeds: list[Path], tmp_path: Path) -> N
     assert result.returncode == 2
     assert "run directory" in result.stderr and "does not exist" in result.stderr
 
+    # an output under a file: one line naming it (it was a traceback ending "File exists")
+    curves.write_text("")
+    result = viz("curves", *map(str, two_seeds), "--out", str(curves / "c.png"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"python -m marinenav.viz: error: cannot write {curves / 'c.png'}: {curves} is a file"
+    )
+
 
 def test_per_stage_curves(tmp_path: Path) -> None:
     """Stage success rates are read from the evaluation records, averaged over seeds and drawn

@@ -69,7 +69,8 @@ def test_runs_table_of_a_sweep(sweep: Path, capsys) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == ("| run | agent | seed | overrides | timesteps | wall clock (min) | "
                         "last validation success | best validation success |")  # fmt: skip
-    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+    table = lines[2 : lines.index("")]  # the per-recipe aggregates follow a blank line
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
     assert [row[0] for row in rows] == [str(sweep / j) for j in ("0", "1", "2", "10")]
     # job 0: 2, 6, 5 of 10; last 5/10 = 0.500 [0.237, 0.763]; best 6/10 at 2,000
     assert rows[0][1:] == [

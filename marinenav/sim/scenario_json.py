@@ -17,8 +17,10 @@ the policy's, so the paper's scenarios export exactly the original's keys; ``env
 Bad input raises ``ValueError`` naming the key: missing keys, lists of mismatched lengths, more
 robots / obstacles / cores than the slots, sub-step counts other than the simulator's, a
 singular mass matrix, and placements no episode can start from (:func:`_check_placement`): an
-obstacle of zero or negative radius, a robot that starts within ``goal_dis`` of its goal, or in
+obstacle of zero or negative radius, a start (or a goal the policy steers for) outside the map
+``[0, width] x [0, height]``, a robot that starts within ``goal_dis`` of its goal, or in
 collision (the collision test, ``distance - r_a - r_b <= 0``) with an obstacle or another robot.
+A value that is not a number (a string such as ``"55"``, ``null``) is refused naming its key.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import Any
 
 import torch
 
+from marinenav.files import write_text
+from marinenav.keys import MAX_SEED
 from marinenav.sim.constants import (
     HYDRO_KEYS,
     MAX_OBJECTS,
@@ -75,8 +79,22 @@ def _list_of_length(value: Any, length: int, name: str) -> list:
     return list(value)
 
 
+def _numbers(values: Any, name: str) -> Any:
+    """``values`` (a number, or lists of them) if every entry is an int or a float; else
+    ``ValueError`` naming the key and the entry (a string such as ``"55"``, ``null``, ``true``),
+    where ``float()`` or torch would have read ``"55"`` silently or failed naming nothing."""
+    pending = [values]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, (list, tuple)):
+            pending.extend(value)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"scenario key {name} must hold numbers, got {value!r}")
+    return values
+
+
 def _finite(values: list, name: str) -> list:
-    flat = torch.as_tensor(values, dtype=torch.float64)
+    flat = torch.as_tensor(_numbers(values, name), dtype=torch.float64)
     if not torch.isfinite(flat).all():
         raise ValueError(f"scenario key {name} holds a non-finite number")
     return values
@@ -149,14 +167,14 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
     env = _require(scenario, "env", "")
     robots = _require(scenario, "robots", "")
     for name, key in ENV_SCALAR_FIELDS.items():
-        getattr(out, name)[i] = float(_require(env, key, "env"))
-    out.v_range[i] = torch.tensor(
-        _list_of_length(_require(env, "v_range", "env"), 2, "env.v_range")
-    )
-    out.obs_r_range[i] = torch.tensor(
-        _list_of_length(_require(env, "obs_r_range", "env"), 2, "env.obs_r_range")
-    )
-    out.seed[i] = int(env.get("seed", 0) or 0)
+        getattr(out, name)[i] = float(_finite(_require(env, key, "env"), f"env.{key}"))
+    for key in ("v_range", "obs_r_range"):
+        pair = _list_of_length(_require(env, key, "env"), 2, f"env.{key}")
+        getattr(out, key)[i] = torch.tensor(_numbers(pair, f"env.{key}"))
+    seed = env.get("seed", 0) or 0
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"env.seed must be an integer in [0, 2**62], got {seed!r}")
+    out.seed[i] = seed
     out.is_eval_env[i] = bool(env.get("is_eval_env", False))
     part = env.get("layout_part", 0)
     if isinstance(part, bool) or not isinstance(part, int) or part < 0:
@@ -187,7 +205,9 @@ def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: 
         )
         out.obstacle_present[i, :n_obs] = True
 
-    n = int(_require(env, "num_robots", "env"))
+    n = _require(env, "num_robots", "env")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"env.num_robots must be an integer, got {n!r}")
     if n < 1:
         raise ValueError(f"env.num_robots must be at least 1, got {n}")
     if n > out.robot_present.shape[1]:
@@ -292,7 +312,8 @@ def _check_placement(out: Scenario, i: int, n: int, n_obs: int) -> None:
     """Refuse a start no episode can begin from, in environment ``i`` of ``out`` (float64, CPU,
     filled): a non-positive obstacle radius, a start within ``goal_dis`` of its goal (reached
     before the first step), a start in collision with an obstacle or another robot
-    (``distance - r_a - r_b <= 0``, the collision test)."""
+    (``distance - r_a - r_b <= 0``, the collision test), a start or a steered robot's goal
+    outside the map."""
     radius = out.obstacle_radius[i, :n_obs]  # [O'] m
     start, goal = out.start[i, :n], out.goal[i, :n]  # [n, 2] m
     robot_r, goal_dis = out.radius[i, :n], out.goal_dis[i, :n]  # [n] m
@@ -307,6 +328,16 @@ def _check_placement(out: Scenario, i: int, n: int, n_obs: int) -> None:
             f"robots.goal[{k}] is {float(to_goal[k]):.3g} m from robots.start[{k}], within "
             f"robots.goal_dis[{k}] = {float(goal_dis[k]):g} m: the robot starts at its goal"
         )
+    size = torch.stack((out.width[i], out.height[i]))  # [2] m, the map: [0, width] x [0, height]
+    for key, points, kept in (("start", start, None), ("goal", goal, steered)):
+        outside = ((points < 0) | (points > size)).any(-1)  # [n]
+        if (hit := _first(outside if kept is None else outside & kept)) is not None:
+            (k,) = hit
+            x, y = points[k].tolist()  # host: load time
+            raise ValueError(
+                f"robots.{key}[{k}] = [{x:g}, {y:g}] lies outside the map, [0, {float(size[0]):g}]"
+                f" x [0, {float(size[1]):g}] m (env.width, env.height)"
+            )
     obstacle_pos = out.obstacle_pos[i, :n_obs]
     to_obstacle = torch.linalg.vector_norm(start[:, None] - obstacle_pos[None], dim=-1)  # [n, O']
     reach = robot_r[:, None] + radius[None]
@@ -472,7 +503,7 @@ def load_scenario_file(path: str | Path) -> list[dict]:
 
 def save_scenario_file(dicts: list[dict], path: str | Path) -> None:
     """Write episode dicts as a JSON list, the original's ``eval_configs.json`` layout."""
-    Path(path).write_text(json.dumps(dicts, indent=1, allow_nan=False))
+    write_text(path, json.dumps(dicts, indent=1, allow_nan=False))
 
 
 __all__ = [

@@ -18,8 +18,10 @@ hit (the step on which the pre-increment step counter equals ``max_episode_steps
 1001st step). The simulator does not reset by itself: call :meth:`reset` with a mask.
 
 Validation mode (``validate=True``, the default for direct users) checks action values
-(``NaN`` / infinite, discrete index range): a host synchronisation per step. The trainer
-switches it off; shape and dtype checks are free and always on.
+(``NaN`` / infinite, discrete index range, continuous actions inside the spec's ``[-1, 1]``): a
+host synchronisation per step. The trainer switches it off; then a continuous action outside
+``[-1, 1]`` is clamped to it (the thrust rate limit). Shape and dtype checks are free and always
+on.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
+from marinenav.keys import check_seed, device_named
 from marinenav.sim.colregs import colregs_turn
 from marinenav.sim.constants import (
     CONTINUOUS_THRUST_RATE,
@@ -132,6 +135,8 @@ class MarineNavSimulator:
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
         if max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
+        device = device_named(device)  # a missing CUDA is one line here, not a torch internal
+        check_seed(seed)
         # Layouts (marinenav.scenarios) build on this package's placement modules; the
         # simulator holds one (VMAS's Environment -> Scenario -> core), imported at use.
         from marinenav.scenarios import RandomLayout, check_slots
@@ -737,9 +742,16 @@ class MarineNavSimulator:
         if not actions.is_floating_point():
             raise ValueError(f"continuous actions must be floating point, got {actions.dtype}")
         if self.validate:
-            bad = self.active.unsqueeze(-1) & ~torch.isfinite(actions)
-            if bad.any():  # validation mode only: a host sync
+            acting = self.active.unsqueeze(-1)
+            if (acting & ~torch.isfinite(actions)).any():  # validation mode only: a host sync
                 raise ValueError("continuous action is NaN or infinite for an active robot")
+            outside = acting & (actions.abs() > 1.0)
+            if outside.any():  # validation mode only: a host sync
+                worst = actions[outside].abs().max().item()  # host: validation mode only
+                raise ValueError(
+                    f"continuous action outside [-1, 1] for an active robot (|a| = {worst:g}); "
+                    "the action is a fraction of the thrust rate limit (docs/environment.md)"
+                )
 
     def _thrust_rate(self, actions: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         """Map checked actions to thrust change rates ``[E, R, 2]`` (N/s)."""
@@ -747,7 +759,8 @@ class MarineNavSimulator:
             index = actions.long().clamp(0, NUM_DISCRETE_ACTIONS - 1)
             pairs = self._action_pairs[index]  # [E, R, 2] table indices (left, right)
             return torch.gather(self.scenario.thrust_change, -1, pairs.unsqueeze(-1)).squeeze(-1)
-        actions = torch.where(active.unsqueeze(-1), actions.to(self.dtype), 0.0)
+        # outside validation mode, actions beyond the spec's [-1, 1] are clamped to it
+        actions = torch.where(active.unsqueeze(-1), actions.to(self.dtype).clamp(-1.0, 1.0), 0.0)
         return CONTINUOUS_THRUST_RATE * actions
 
 

@@ -11,20 +11,23 @@ checkpoint.pt`` every evaluated agent: policy snapshots (config, agent, counters
 checkpoint and the trainer refuses to resume from. Older checkpoints are read in today's layout
 (:func:`current_layout`).
 
-Checkpoints are written atomically (:func:`write_checkpoint`): to a temporary file beside the
-old one, flushed to disk, read back, and only then renamed over it, so a crash at any moment
-leaves either the previous checkpoint or the new one, never a torn file.
+Checkpoints are written atomically (:func:`write_checkpoint`, through :mod:`marinenav.files`):
+to a temporary file beside the old one, flushed to disk, read back, and only then renamed over
+it, so a crash at any moment leaves either the previous checkpoint or the new one, never a torn
+file.
 """
 
 from __future__ import annotations
 
-import os
+import errno
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from marinenav.agents import Agent
+from marinenav.files import FileWriteError, atomic_path, describe
+from marinenav.keys import device_named
 from marinenav.training.factory import build_agent
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -99,7 +102,10 @@ def checkpoint_path(path: str | Path) -> Path:
 
 def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> dict[str, Any]:
     """The raw checkpoint dict (see ``Trainer.save_checkpoint``); raises
-    :class:`CheckpointError` (one line naming the file) for a truncated or corrupt file."""
+    :class:`CheckpointError` (one line naming the file) for a truncated or corrupt file, and
+    ``ValueError`` for a ``device`` this machine lacks (before reading: torch's error for it
+    would read as a corrupt file)."""
+    device = device_named(device)
     path = checkpoint_path(path)
     try:
         state = torch.load(path, map_location=device, weights_only=False)
@@ -145,26 +151,22 @@ def current_layout(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_checkpoint(state: dict[str, Any], path: str | Path) -> Path:
-    """Write ``state`` to ``path`` atomically: a temporary file, flushed and read back (memory
-    mapped, so verifying costs no second copy), then renamed over ``path``. The previous file
-    stays intact until the rename."""
+    """Write ``state`` to ``path`` atomically (:func:`marinenav.files.atomic_path`): a
+    temporary file beside it, flushed and read back (memory mapped, so verifying costs no
+    second copy), then renamed over ``path``. The previous file stays intact until the rename;
+    a failed write (a full disk, a file that does not read back) raises
+    :class:`~marinenav.files.FileWriteError` naming ``path`` and why, in one line."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    try:
-        torch.load(tmp, map_location="cpu", weights_only=False, mmap=True)
-    except Exception as error:
-        tmp.unlink(missing_ok=True)
-        raise _unreadable(tmp, error) from error
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)  # make the rename itself durable
-    finally:
-        os.close(directory)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+        try:
+            torch.load(tmp, map_location="cpu", weights_only=False, mmap=True)
+        except Exception as error:
+            raise FileWriteError(
+                errno.EIO, f"cannot write {path}: the written file does not read back "
+                f"({describe(error)})"
+            ) from error  # fmt: skip
     return path
 
 

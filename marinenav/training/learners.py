@@ -6,9 +6,10 @@ agent's class attribute ``learning`` (``marinenav.agents.base``), looked up in :
 
 * ``"replay"`` (:class:`ReplayLearner`): off-policy agents. Robot transitions go into a device
   replay (uniform, or prioritized and per-robot n-step as the agent's ``replay_options()``
-  asks); once ``training.learning_starts`` timesteps are collected it takes
-  ``training.updates_per_timestep`` gradient updates per timestep (the fraction carried over),
-  each on a sampled batch of ``training.batch_size`` transitions.
+  asks); once ``training.learning_starts`` timesteps are collected and the replay holds
+  complete transitions it takes ``training.updates_per_timestep`` gradient updates per
+  timestep (the fraction carried over), each on a sampled batch of ``training.batch_size``
+  transitions.
 * ``"rollout"`` (``marinenav.training.rollout.RolloutLearner``): on-policy agents (PPO).
 
 A learner keeps its whole state in :meth:`Learner.state_dict` (replay, windows, counters), which
@@ -102,10 +103,12 @@ class ReplayLearner:
     Targets: with ``training.target_tau`` set, one Polyak step (``agent.update_targets()``)
     after every update; otherwise the trainer's hard copies.
 
-    Updates: none before ``training.learning_starts`` timesteps; from then on
-    ``updates_per_timestep`` per new timestep, the fractional part carried over
-    (``pending_updates``), so E environments per step do not change how much learning each
-    transition gets.
+    Updates: none before ``training.learning_starts`` timesteps nor before the replay holds
+    complete transitions (:attr:`ready`: ``n`` batched steps stored, so that with many
+    environments, where one batched step passes ``learning_starts``, no update samples rows
+    that were never written); from then on ``updates_per_timestep`` per new timestep, the
+    fractional part carried over (``pending_updates``), so E environments per step do not
+    change how much learning each transition gets.
     """
 
     def __init__(self, agent: Agent, cfg: DictConfig, device: torch.device) -> None:
@@ -131,10 +134,15 @@ class ReplayLearner:
         self.soft_targets = training.get("target_tau", None) is not None
         self.timesteps = 0  # the run's timestep count at the last learn() (host counter)
         self.pending_updates = 0.0  # fraction of an update carried to the next step
+        # batched steps stored since the replay was last empty (host counter, capped at n):
+        # after n of them every robot that acted in the first has a complete transition stored
+        self.steps_stored = 0
+        self.steps_to_complete = options.n_step
 
     def observe(self, transition: TensorDictBase) -> None:
         """Store the step's transitions of the robots that acted (n-step: those it
         completes)."""
+        self.steps_stored = min(self.steps_stored + 1, self.steps_to_complete)
         if self.nstep is None:
             valid = transition.get((GROUP, "active")).reshape(-1)
             self.replay.extend(robot_transitions(transition), valid)
@@ -142,12 +150,22 @@ class ReplayLearner:
         transitions = self.nstep.push(transition)
         self.replay.extend(transitions.exclude("valid"), transitions.get("valid"))
 
+    @property
+    def ready(self) -> bool:
+        """Whether the replay holds complete transitions to sample: ``n`` batched steps (``n``
+        of the n-step returns, 1 for one-step) were stored since it was last empty. Every
+        environment starts with active robots, and a robot that acts in a step completes its
+        transition within ``n`` steps (or at its episode's end, earlier), so from then on the
+        sampler draws written rows only, whatever the number of environments. A host counter:
+        no device read."""
+        return self.steps_stored >= self.steps_to_complete
+
     def learn(self, timesteps: int) -> tuple[TensorDict | None, int]:
         """Take the updates due for the timesteps since the last call (see the class
         docstring); returns the summed losses (device tensors) and the update count."""
         new_timesteps = timesteps - self.timesteps
         self.timesteps = timesteps
-        if timesteps < self.learning_starts:
+        if timesteps < self.learning_starts or not self.ready:
             return None, 0
         self.pending_updates += new_timesteps * self.updates_per_timestep
         count = math.floor(self.pending_updates)
@@ -171,12 +189,19 @@ class ReplayLearner:
             "nstep": self.nstep.state_dict() if self.nstep is not None else None,
             "timesteps": self.timesteps,
             "pending_updates": self.pending_updates,
+            "steps_stored": self.steps_stored,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`. A checkpoint written without its replay
+        (``checkpoint.save_replay=false``) leaves the replay empty, so updates wait for
+        complete transitions again (:attr:`ready`)."""
         if state["replay"] is not None:
             self.replay.load_state_dict(state["replay"])
         if self.nstep is not None and state["nstep"] is not None:
             self.nstep.load_state_dict(state["nstep"])
         self.timesteps = state["timesteps"]
         self.pending_updates = state["pending_updates"]
+        # checkpoints of earlier versions lack the count: their replay was filled long before
+        stored = state.get("steps_stored", self.steps_to_complete)
+        self.steps_stored = stored if state["replay"] is not None else 0

@@ -11,6 +11,8 @@ from typing import Any, TextIO
 
 from torchrl.record.loggers import Logger, get_logger
 
+from marinenav.files import write_text
+
 LOGGER_BACKENDS = ("csv", "tensorboard", "wandb", "mlflow")
 """TorchRL loggers a run can write through (``logger.backend``); csv needs no extra package."""
 
@@ -53,11 +55,10 @@ def truncate_csv_logs(log_dir: Path, timestep: int, evaluations: list[dict[str, 
             kept = [line for line in path.read_text().splitlines(keepends=True)
                     if line.endswith("\n") and _step(line) is not None
                     and _step(line) <= timestep]  # fmt: skip
-        path.write_text("".join(kept))
+        write_text(path, "".join(kept))
     for name, lines in rows.items():  # an evaluation whose file was lost
         path = scalars / f"{name}.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(lines))
+        write_text(path, "".join(lines))
 
 
 def _step(line: str) -> int | None:

@@ -51,6 +51,8 @@ import torch
 from torchrl.data.replay_buffers.samplers import PrioritizedSampler, Sampler
 from torchrl.data.replay_buffers.storages import Storage
 
+from marinenav.files import write_with
+
 STATE_FILE = "device_prioritized_sampler.pt"
 
 
@@ -281,9 +283,8 @@ class DevicePrioritizedSampler(Sampler):
         self.rebuild()
 
     def dumps(self, path) -> None:
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        torch.save(self.state_dict(), path / STATE_FILE)
+        state = self.state_dict()
+        write_with(Path(path) / STATE_FILE, lambda f: torch.save(state, f))
 
     def loads(self, path) -> None:
         state = torch.load(Path(path) / STATE_FILE, map_location=self.device, weights_only=False)

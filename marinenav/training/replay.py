@@ -108,7 +108,12 @@ class RobotReplay:
         self.storage._len = self.capacity + 1
 
     def sample(self) -> TensorDict:
-        """A batch of transitions (with ``"index"`` and sampler info such as ``_weight``)."""
+        """A batch of transitions (with ``"index"`` and sampler info such as ``_weight``).
+        Sample only once stored transitions exist (the learner waits for them,
+        ``ReplayLearner.ready``): rows ``[0, count)`` are drawn and the fill count is read on
+        the device, so an empty replay could not refuse without a host read."""
+        if not self.storage.initialized:  # a host flag: nothing was ever stored
+            raise RuntimeError("the replay is empty: store transitions before sampling")
         data, info = self.buffer.sample(return_info=True)
         for key, value in info.items():
             if isinstance(value, torch.Tensor):

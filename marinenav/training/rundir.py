@@ -25,6 +25,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from marinenav.files import append_line
 from marinenav.training.validation import ConfigError
 
 LOCK_NAME = "run.lock"
@@ -234,8 +235,7 @@ def record_resume(run_dir: Path, timestep: int, source: Path, changes: dict) -> 
         "timestep": timestep, "checkpoint": str(source),
         "changed": {key: list(values) for key, values in sorted(changes.items())},
     }  # fmt: skip
-    with open(run_dir / RESUMES_NAME, "a") as f:
-        f.write(json.dumps(record) + "\n")
+    append_line(run_dir / RESUMES_NAME, json.dumps(record))
     changed = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in sorted(changes.items()))
     return (f"marinenav: resuming {source} at timestep {timestep:,}; "
             f"changed: {changed or 'nothing'} (recorded in {RESUMES_NAME})")  # fmt: skip

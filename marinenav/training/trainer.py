@@ -48,6 +48,8 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import transition
+from marinenav.files import remove_leftovers, write_text
+from marinenav.keys import device_named
 from marinenav.sim import InfoState
 from marinenav.training.checkpoint import (
     BEST_DIR,
@@ -71,7 +73,7 @@ from marinenav.training.rundir import (
     check_resumable,
     record_resume,
 )
-from marinenav.training.validation import validate
+from marinenav.training.validation import no_update_warning, validate
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
 # The trainer's record of a run: what it says to the user, and each evaluation. Under train.py,
@@ -82,9 +84,25 @@ LOG = logging.getLogger(__name__)
 def say(message: str, error: bool = False) -> None:
     """Tell the user ``message``: printed (stdout, or stderr for a stop), so a Trainer used
     from any script speaks, and written to :data:`LOG` (train.log under train.py, whose logging
-    config keeps this logger off the terminal: each line shows once)."""
-    print(message, file=sys.stderr if error else sys.stdout, flush=True)
+    config keeps this logger off the terminal: each line shows once). A reader that went away
+    (``python train.py | head -1``) does not stop the run: the stream is sent to /dev/null
+    from then on, and the run's record stays in train.log."""
     LOG.log(logging.WARNING if error else logging.INFO, message)
+    stream = sys.stderr if error else sys.stdout
+    try:
+        print(message, file=stream, flush=True)
+    except BrokenPipeError:
+        silence(stream)
+
+
+def silence(stream) -> None:
+    """Point ``stream``'s file descriptor at /dev/null (its reader is gone: later writes, and
+    the flush at exit, would raise ``BrokenPipeError``)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 def headline(metrics: dict[str, Any]) -> str:
@@ -155,10 +173,7 @@ def resolve_device(name: str) -> torch.device:
     """``auto`` picks CUDA when present, else the CPU."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={name} but CUDA is not available")
-    return device
+    return device_named(name, f"device={name}")
 
 
 def linear_epsilon(timestep: int, cfg) -> float:
@@ -203,6 +218,8 @@ class Trainer:
         taken_over = self.lock.acquire()
         if taken_over:
             say(f"marinenav: {taken_over}", error=True)
+        for directory in (self.run_dir, self.run_dir / BEST_DIR):  # of a run killed in a write
+            remove_leftovers(directory)
         try:
             self._build()
         except BaseException:
@@ -229,7 +246,7 @@ class Trainer:
         # the reward's terms (the paper's, then the layout's) and the layout's end conditions
         self.term_names = self.env.sim.reward_term_names
         self.end_names = self.env.sim.end_conditions
-        (self.run_dir / "eval_configs.json").write_text(json.dumps(scenarios))
+        write_text(self.run_dir / "eval_configs.json", json.dumps(scenarios))
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
         self.updates = 0
@@ -261,12 +278,14 @@ class Trainer:
             self.agent.compile_update(compile=cfg.compile, cudagraphs=cfg.cudagraphs)
         # evaluations.jsonl holds exactly the evaluations of the state the run continues from
         # (a run killed after an evaluation but before the next checkpoint repeats it)
-        with open(self.run_dir / "evaluations.jsonl", "w") as f:
-            f.writelines(json.dumps(metrics) + "\n" for metrics in self.evaluations)
+        self._write_evaluations()
         if cfg.logger.backend == "csv":  # and the CSV logs the same: nothing after the state
             truncate_csv_logs(self.run_dir / "logs", self.timesteps, self.evaluations)
         if resume_from is not None:
             say(record_resume(self.run_dir, self.timesteps, resume_from, changes))
+        warning = no_update_warning(cfg)
+        if warning is not None:
+            say(f"marinenav: {warning}", error=True)
 
     def _zero_metrics(self) -> TensorDict:
         """The device accumulators read back at each log (float64, since the last log):
@@ -513,17 +532,22 @@ class Trainer:
         for name, value in metrics.items():
             if name.startswith("eval/") and value is not None:
                 self.logger.log_scalar(name, value, step=self.timesteps)
-        with open(self.run_dir / "evaluations.jsonl", "a") as f:
-            f.write(json.dumps(metrics) + "\n")
-        LOG.info("evaluation at timestep %s (%d episodes): %s", f"{self.timesteps:,}",
-                 len(metrics["episodes"]["success"]), headline(metrics))  # fmt: skip
         best = max((e["eval/success_rate"] for e in self.evaluations), default=-1.0)
         self.evaluations.append(metrics)
+        self._write_evaluations()
+        LOG.info("evaluation at timestep %s (%d episodes): %s", f"{self.timesteps:,}",
+                 len(metrics["episodes"]["success"]), headline(metrics))  # fmt: skip
         if metrics["eval/success_rate"] >= best:  # ties: the later, longer-trained agent
             self.save_snapshot(self.run_dir / BEST_DIR)
         if self.cfg.checkpoint.get("keep_evaluated", False):
             self.save_snapshot(self.run_dir / EVALUATED_DIR / str(self.timesteps))
         return metrics
+
+    def _write_evaluations(self) -> None:
+        """``evaluations.jsonl``: one line per evaluation of :attr:`evaluations`, rewritten
+        whole and atomically (a few kB), so a crash never leaves half a line."""
+        lines = "".join(json.dumps(metrics) + "\n" for metrics in self.evaluations)
+        write_text(self.run_dir / "evaluations.jsonl", lines)
 
     def save_snapshot(self, directory: Path) -> Path:
         """The agent as it is now (networks, optimisers, config, counters, the evaluations so

@@ -9,12 +9,14 @@ before any run directory is written.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.agents.base import cudagraph_refusal
+from marinenav.keys import check_seed, device_named
 from marinenav.scenarios import RandomLayout, check_slots
 from marinenav.training.config import evaluation_layout, layout_of, schedule_of
 from marinenav.training.loggers import LOGGER_BACKENDS
@@ -143,6 +145,38 @@ def check_agent_options(cfg) -> None:
         raise ConfigError(str(error)) from error
 
 
+def expected_updates(cfg) -> int:
+    """Gradient updates a run of a replay agent will take (the learner's arithmetic,
+    ``marinenav.training.learners.ReplayLearner``): from the first batched step ``k0`` at which
+    ``training.learning_starts`` timesteps are collected and the replay holds complete
+    ``agent.n_step`` transitions, ``updates_per_timestep`` per timestep to the budget's end."""
+    num_envs, training = cfg.env.num_envs, cfg.training
+    steps = training.total_timesteps // num_envs
+    first = max(math.ceil(training.learning_starts / num_envs), int(cfg.agent.get("n_step", 1)))
+    if steps < first:
+        return 0
+    return math.floor((steps - first + 1) * num_envs * training.updates_per_timestep)
+
+
+def no_update_warning(cfg) -> str | None:
+    """A one-line warning when a replay agent's run would take no gradient update at all
+    (a budget that ends before ``learning_starts``, say), or ``None``: such a run finishes
+    with the untrained agent, which nothing else would tell. An explicit
+    ``updates_per_timestep=0`` is not warned about."""
+    if agent_class(cfg.agent.name).learning != "replay":
+        return None
+    if cfg.training.updates_per_timestep == 0 or expected_updates(cfg) > 0:
+        return None
+    return (
+        f"warning: this run takes no gradient update: training.total_timesteps="
+        f"{cfg.training.total_timesteps} ends before the first (updates start once "
+        f"training.learning_starts={cfg.training.learning_starts} timesteps are collected and "
+        f"the replay holds complete {cfg.agent.get('n_step', 1)}-step transitions, at "
+        f"training.updates_per_timestep={cfg.training.updates_per_timestep}); the agent stays "
+        "untrained"
+    )
+
+
 def validate(cfg) -> None:
     """Checks Hydra cannot make; raises :class:`ConfigError` naming the key, before any
     training."""
@@ -199,6 +233,11 @@ def _validate(cfg) -> None:
     for key, value in non_negative.items():
         if value < 0:
             raise ConfigError(f"{key} must not be negative, got {value}")
+    if replay and not math.isfinite(cfg.training.updates_per_timestep):  # nan passes "< 0"
+        raise ConfigError(f"training.updates_per_timestep must be finite, got "
+                          f"{cfg.training.updates_per_timestep}")  # fmt: skip
+    for key, value in (("seed", cfg.seed), ("evaluation.seed", cfg.evaluation.seed)):
+        check_seed(value, key)
     tau = cfg.training.target_tau
     if replay and tau is not None and not 0.0 < tau <= 1.0:
         raise ConfigError(f"training.target_tau must be in (0, 1] or null, got {tau}")
@@ -218,6 +257,8 @@ def _validate(cfg) -> None:
         )
     if cfg.cudagraphs:
         check_cudagraphs(cfg)
+    if cfg.device != "auto":  # one line naming device=, before anything is built on it
+        device_named(cfg.device, f"device={cfg.device}")
     if cfg.get("overwrite", False) and cfg.resume not in (None, False):
         raise ConfigError(
             f"overwrite=true replaces the run directory's checkpoint, resume={cfg.resume} "

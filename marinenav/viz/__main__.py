@@ -52,9 +52,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from marinenav.cli import run_command
+from marinenav.files import FileWriteError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -351,11 +353,20 @@ def _runs(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (argparse exits with 2 on errors)."""
-    from marinenav.viz.runs import expand_run_dirs
-
+    """Run the command line; returns the exit status (argparse exits with 2 on errors, and for
+    an output file that cannot be written)."""
     parser = _parser()
     args = parser.parse_args(argv)
+    try:
+        return _run(args, parser)
+    except FileWriteError as error:  # an output that cannot be written: one line
+        parser.error(str(error))
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The chosen subcommand (see :func:`main`)."""
+    from marinenav.viz.runs import expand_run_dirs
+
     if args.command == "episode":
         if args.run_dir is not None and not args.run_dir.is_dir():
             parser.error(f"run directory {args.run_dir} does not exist")
@@ -381,4 +392,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main, "python -m marinenav.viz")

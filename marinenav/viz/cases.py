@@ -10,6 +10,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
+from marinenav.files import save_figure
+
 OUTCOMES = {  # what a cell shows: label, colour
     "kept": ("solved, COLREGs kept", "tab:green"),
     "broken": ("solved, a rule broken", "gold"),
@@ -54,9 +56,7 @@ def plot_case_table(metrics_files: list[Path], labels: list[str], out: Path) -> 
     legend = [Patch(color=colour, label=label) for label, colour in OUTCOMES.values()]
     ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.35 - 0.02 * len(rows)),
               ncol=3, frameon=False)  # fmt: skip
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=120, bbox_inches="tight")
-    return out
+    return save_figure(figure, out, dpi=120, bbox_inches="tight")
 
 
 __all__ = ["OUTCOMES", "case_outcomes", "plot_case_table"]

@@ -26,6 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from marinenav.aggregate import Aggregate, ScoreSource, aggregate, performance_profiles, run_score
+from marinenav.files import save_figure
 from marinenav.viz.curves import run_config
 from marinenav.viz.runs import expand_run_dirs, run_overrides
 
@@ -105,7 +106,4 @@ def plot_performance_profiles(
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    return out
+    return save_figure(fig, out, dpi=120)

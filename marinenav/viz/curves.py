@@ -27,6 +27,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
+from marinenav.files import save_figure
+
 EVALUATIONS_NAME = "evaluations.jsonl"
 METRICS = ("return", "success_rate", "travel_time", "energy")  # the eval/ keys of a round
 NUM_STAGES = 6  # the paper's curriculum
@@ -267,7 +269,5 @@ def plot_learning_curves(
     fig = Figure(figsize=size_inches, dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
     (draw_stage_curves if per_stage else draw_learning_curves)(fig, curves)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    save_figure(fig, path)
     return curves

@@ -24,6 +24,7 @@ from tensordict.nn import TensorDictModuleBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import MarineNavEnv
+from marinenav.files import atomic_path
 from marinenav.scenarios import ScenarioLayout
 from marinenav.sim import InfoState, Scenario
 from marinenav.sim.constants import VesselRole
@@ -265,10 +266,9 @@ def save_animation(
         writer = FFMpegWriter(fps=fps)
     else:
         raise ValueError(f"animation path must end in .gif or .mp4, got {path.name}")
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig = Figure(figsize=size_inches, dpi=dpi, layout="tight")
     FigureCanvasAgg(fig)
-    with writer.saving(fig, str(path), dpi):
+    with atomic_path(path) as tmp, writer.saving(fig, str(tmp), dpi):
         for k in frame_indices(recording, every):
             fig.clear()
             recording.draw(fig.add_subplot(1, 1, 1), k)

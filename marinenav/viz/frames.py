@@ -24,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Polygon
 
+from marinenav.files import save_figure
 from marinenav.sim.constants import VesselRole
 from marinenav.sim.current import current_velocity
 from marinenav.sim.scenario import Scenario
@@ -212,7 +213,7 @@ def render_figure(
     canvas.draw()
     image = np.asarray(canvas.buffer_rgba())[..., :3].copy()
     if path is not None:
-        fig.savefig(path)
+        save_figure(fig, path)
     return image
 
 

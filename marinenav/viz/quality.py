@@ -30,6 +30,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from marinenav.files import save_figure
 from marinenav.stats import format_rate
 from marinenav.viz.curves import EVALUATIONS_NAME
 
@@ -153,7 +154,4 @@ def plot_quality(runs: Sequence[RunQuality], level: float, out: str | Path) -> P
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    return out
+    return save_figure(fig, out, dpi=120)
