@@ -4,6 +4,8 @@ best and evaluated snapshots) against hand-computed values."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from marinenav.export import main as export_main
 from marinenav.training.checkpoint import load_agent, load_checkpoint
 from marinenav.training.config import run_intervals
 from marinenav.training.trainer import Trainer
-from tests.run_utils import compose_config, tiny_config
+from tests.run_utils import ROOT, compose_config, tiny_config
 
 PAPER_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow")
 REPLAY_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow", "td3")
@@ -198,6 +200,50 @@ def test_optuna_proxy_sweep_runs_its_trials_and_reports_the_best(tmp_path: Path)
     assert 3e-5 <= params["agent.lr"] <= 1e-3
     assert params["agent.normalize_observations"] in (True, False)
     assert 0.0 <= best["best_value"] <= 1.0
+
+
+def test_workers_share_one_study_and_a_killed_worker_loses_only_its_trial(tmp_path: Path) -> None:
+    """Several ``python train.py -m +tune=proxy`` processes with one ``hydra.sweeper.storage``
+    (an SQLite file here) add their trials to one Optuna study; a worker killed in the middle
+    of a trial leaves the finished trials as they were, its running one unfinished, and the next
+    worker goes on adding to the same study."""
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    import optuna
+
+    from tests.run_utils import LONG, TINY, train_py, wait_for
+
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    common = ["-m", "+tune=proxy", f"hydra.sweeper.storage={storage}", "hydra.sweeper.n_trials=1"]
+    for worker in (0, 1):  # two workers, one trial each, other sampler seeds
+        result = train_py(*common, *TINY, f"hydra.sweeper.sampler.seed={worker}",
+                          f"hydra.sweep.dir={tmp_path / f'w{worker}'}", cwd=tmp_path)  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+    study = optuna.load_study(study_name="fast_recipe_proxy", storage=storage)
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
+
+    # a worker whose trial would run for an hour, killed once the trial has started training
+    killed_dir = tmp_path / "w2"
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "train.py"), *common, *LONG, "hydra.sweeper.sampler.seed=2",
+         f"hydra.sweep.dir={killed_dir}"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: any(killed_dir.glob("*/logs/scalars/train/updates.csv")), process,
+                 "the killed worker's first logged step")  # fmt: skip
+    finally:
+        process.kill()
+        process.wait()
+    states = [t.state for t in optuna.load_study(study_name="fast_recipe_proxy",
+                                                 storage=storage).trials]  # fmt: skip
+    assert states[:2] == [optuna.trial.TrialState.COMPLETE] * 2
+    assert states[2:] == [optuna.trial.TrialState.RUNNING]  # lost: the trial it was running
+    result = train_py(*common, *TINY, "hydra.sweeper.sampler.seed=3",
+                      f"hydra.sweep.dir={tmp_path / 'w3'}", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = optuna.load_study(study_name="fast_recipe_proxy", storage=storage)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(complete) == 3 and 0.0 <= study.best_value <= 1.0
 
 
 def test_a_tensor_learning_rate_is_decayed_in_place() -> None:
