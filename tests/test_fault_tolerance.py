@@ -75,8 +75,9 @@ def _train_child(run_dir: Path, phase: str, ready, reached, report_at: int, stal
 
 
 def without_clock(record: dict) -> dict:
-    """A counters or evaluation record without its ``wall_clock_s`` (seconds differ per run)."""
-    return {key: value for key, value in record.items() if key != "wall_clock_s"}
+    """A counters or evaluation record without its clocks (``wall_clock_s``, ``cpu_s``: seconds
+    differ per run)."""
+    return {key: value for key, value in record.items() if key not in ("wall_clock_s", "cpu_s")}
 
 
 def test_sigkill_at_random_moments_and_during_writes_resumes_exactly(tmp_path: Path) -> None:

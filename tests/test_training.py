@@ -153,9 +153,12 @@ def test_a_killed_run_resumes_to_the_same_counters(tmp_path: Path, monkeypatch) 
     # the run's wall clock continues from the checkpoint's, not from zero
     saved = torch.load(tmp_path / "killed" / "checkpoint.pt", weights_only=False)["counters"]
     assert resumed.wall_clock == saved["wall_clock_s"] > 0
+    assert resumed.cpu_clock == saved["cpu_s"] > 0  # and its CPU seconds too
     resumed.train()
     clocks = [e["wall_clock_s"] for e in resumed.evaluations]
     assert clocks[1] >= round(saved["wall_clock_s"], 1) and clocks[1] >= clocks[0]
+    cpu = [e["cpu_s"] for e in resumed.evaluations]
+    assert cpu[1] >= round(saved["cpu_s"], 1) and cpu[1] >= cpu[0] > 0
     assert (resumed.timesteps, resumed.updates) == (straight.timesteps, straight.updates)
     assert int(resumed.learner.replay.count) == int(straight.learner.replay.count)
     assert [e["timestep"] for e in resumed.evaluations] == [80, 160]

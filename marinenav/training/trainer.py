@@ -253,6 +253,8 @@ class Trainer:
         # seconds spent in train() by this run over all its sessions (resumes add to it)
         self.wall_clock_before = 0.0
         self._session_started: float | None = None
+        self.cpu_clock_before = 0.0
+        self._session_cpu_started = 0.0
         self.evaluations: list[dict[str, Any]] = []
         # Device-side accumulators, read back once per logging interval.
         E, R = cfg.env.num_envs, cfg.env.robot_slots
@@ -320,6 +322,7 @@ class Trainer:
             self.lock.acquire()
         try:
             started = self._session_started = time.perf_counter()
+            self._session_cpu_started = time.process_time()
             # torchrl's INFO lines (storage allocation) print above the bar instead of through it
             with StopSignals() as stop, logging_redirect_tqdm([logging.getLogger("torchrl")]):
                 final = self._train(stop)
@@ -336,6 +339,15 @@ class Trainer:
         if self._session_started is None:
             return self.wall_clock_before
         return self.wall_clock_before + time.perf_counter() - self._session_started
+
+    @property
+    def cpu_clock(self) -> float:
+        """CPU seconds of this process (user + system, every thread) spent on this run so far,
+        over every session: the time a run costs on a shared machine, where the wall clock
+        counts the waits for a core too. Recorded as ``cpu_s`` in each evaluation."""
+        if self._session_started is None:
+            return self.cpu_clock_before
+        return self.cpu_clock_before + time.process_time() - self._session_cpu_started
 
     def _train(self, stop: StopSignals) -> dict[str, Any]:
         cfg = self.cfg
@@ -529,6 +541,7 @@ class Trainer:
             bar.set_description("training")
         metrics["timestep"] = self.timesteps
         metrics["wall_clock_s"] = round(self.wall_clock, 1)
+        metrics["cpu_s"] = round(self.cpu_clock, 1)
         for name, value in metrics.items():
             if name.startswith("eval/") and value is not None:
                 self.logger.log_scalar(name, value, step=self.timesteps)
@@ -562,7 +575,7 @@ class Trainer:
 
     def _counters(self) -> dict[str, Any]:
         return {"timesteps": self.timesteps, "updates": self.updates,
-                "wall_clock_s": self.wall_clock}  # fmt: skip
+                "wall_clock_s": self.wall_clock, "cpu_s": self.cpu_clock}  # fmt: skip
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoint_to_resume(self) -> tuple[Path | None, dict]:
@@ -636,6 +649,7 @@ class Trainer:
         self.timesteps, self.updates = counters["timesteps"], counters["updates"]
         # checkpoints written by earlier versions lack wall_clock_s
         self.wall_clock_before = counters.get("wall_clock_s", 0.0)
+        self.cpu_clock_before = counters.get("cpu_s", 0.0)
         self._updates_at_log = self.updates
         for name, value in state["trackers"].items():
             if name == "metrics":
