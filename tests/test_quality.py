@@ -60,3 +60,49 @@ def test_runs_without_wall_clock_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as stop:
         main(["time-to-quality", str(run), "--out", str(tmp_path / "q.png")])
     assert stop.value.code == 2
+
+
+def write_timed_run(run_dir: Path, rates: list[float], wall: list[float], cpu: list[float]) -> Path:
+    """A run whose evaluations also record the process's CPU seconds (``cpu_s``)."""
+    run_dir.mkdir(parents=True)
+    lines = []
+    for k, (rate, w, c) in enumerate(zip(rates, wall, cpu, strict=True)):
+        wins = round(rate * 10)
+        lines.append(json.dumps({"timestep": 1000 * (k + 1), "wall_clock_s": w, "cpu_s": c,
+                                 "episodes": {"success": [True] * wins + [False] * (10 - wins)}}))
+    (run_dir / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
+    return run_dir
+
+
+def test_bands_over_seeds_by_hand(tmp_path: Path) -> None:
+    from marinenav.viz.quality import quality_bands, success_at
+
+    runs = [
+        read_run(write_timed_run(tmp_path / "s0", [0.2, 0.6, 0.9], [60, 120, 180], [30, 60, 90])),
+        read_run(write_timed_run(tmp_path / "s1", [0.4, 0.8], [60, 120], [60, 120])),
+        read_run(write_timed_run(tmp_path / "s2", [0.0, 1.0, 1.0], [60, 120, 180], [60, 90, 120])),
+    ]
+    # the last evaluation at or before each time; NaN before the first and after the last
+    grid = [0.5, 1.0, 1.5, 2.0, 3.0, 3.5]
+    got = success_at(runs[0], "wall", __import__("numpy").array(grid))
+    assert list(map(str, got)) == ["nan", "0.2", "0.2", "0.6", "0.9", "nan"]
+    assert runs[0].cpu_minutes == [0.5, 1.0, 1.5]
+    grid, median, low, high, count = quality_bands(runs, "wall", points=7)  # 0, 0.5, ..., 3 min
+    assert list(grid) == pytest.approx([0, 0.5, 1, 1.5, 2, 2.5, 3])
+    # at 2 min: 0.6, 0.8, 1.0 -> median 0.8, quartiles 0.7 and 0.9
+    assert (median[4], low[4], high[4], count[4]) == pytest.approx((0.8, 0.7, 0.9, 3))
+    # at 3 min seed 1 has stopped: two runs, 0.9 and 1.0
+    assert (median[6], count[6]) == pytest.approx((0.95, 2))
+    # against CPU minutes: at 1.5 min seed 0 shows 0.9, seed 1 0.4, seed 2 1.0
+    grid, median, *_ = quality_bands(runs, "cpu", points=5)  # 0, 0.5, 1, 1.5, 2
+    assert median[3] == pytest.approx(0.9)
+
+
+def test_command_draws_bands_per_label(tmp_path: Path, capsys) -> None:
+    a = write_timed_run(tmp_path / "a0", [0.5, 0.9], [60, 600], [50, 500])
+    b = write_timed_run(tmp_path / "a1", [0.7, 0.8], [60, 600], [55, 540])
+    out = tmp_path / "bands.png"
+    assert main(["time-to-quality", str(a), str(b), "--labels", "x", "x", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip().endswith(str(out)) and out.stat().st_size > 10_000
+    with pytest.raises(SystemExit):
+        main(["time-to-quality", str(a), str(b), "--labels", "x", "--out", str(out)])

@@ -43,7 +43,9 @@ its run directories ``0``, ``1``, ... in order) and skips files among its argume
 ``python -m marinenav.viz time-to-quality RUN_DIR [RUN_DIR ...] --level 0.8 --out quality.png``
     prints, per run, the wall-clock minutes until the validation success reached the level and
     until it stayed there, the last and best validation success and the last checkpoint's
-    large-set success (``marinenav.viz.quality``), and plots success against wall clock.
+    large-set success (``marinenav.viz.quality``), and plots success against wall clock; with
+    ``--labels`` (a label per run), the median and the band of the middle half over each
+    label's runs (seeds), against wall-clock and CPU minutes.
 
 Exit status 0 on success, 2 on a usage error or a missing or incomplete run directory.
 """
@@ -171,6 +173,12 @@ def _parser() -> argparse.ArgumentParser:
     quality.add_argument("--level", type=float, default=0.8, help="success level (default 0.8)")
     quality.add_argument(
         "--out", type=Path, default=Path("time_to_quality.png"), help="image file"
+    )
+    quality.add_argument(
+        "--labels", nargs="+", default=None,
+        help="a label per run (after sweeps are expanded): runs of one label are seeds of one "
+             "recipe, drawn as the median over them with the band of their middle half, "
+             "against wall-clock and CPU minutes",
     )
     cases = commands.add_parser(
         "cases", help="a table figure of per-case results of encounter sets (the Imazu cases)"
@@ -300,7 +308,7 @@ def _curves(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
 
 def _time_to_quality(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    from marinenav.viz.quality import plot_quality, quality_table, read_run
+    from marinenav.viz.quality import plot_quality, plot_quality_bands, quality_table, read_run
 
     if not 0.0 <= args.level <= 1.0:
         parser.error(f"--level must be in [0, 1], got {args.level}")
@@ -309,7 +317,15 @@ def _time_to_quality(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     print(quality_table(runs, args.level))
-    print(plot_quality(runs, args.level, args.out))
+    if args.labels is None:
+        print(plot_quality(runs, args.level, args.out))
+        return
+    if len(args.labels) != len(runs):
+        parser.error(f"{len(args.labels)} labels for {len(runs)} run directories")
+    groups: dict[str, list] = {}
+    for label, run in zip(args.labels, runs, strict=True):
+        groups.setdefault(label, []).append(run)
+    print(plot_quality_bands(groups, args.level, args.out))
 
 
 def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

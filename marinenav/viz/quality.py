@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -45,6 +47,8 @@ class RunQuality:
         run_dir: the run directory.
         timesteps: training timesteps of the evaluations, increasing ``[K]``.
         minutes: wall-clock minutes of the run at each evaluation ``[K]``.
+        cpu_minutes: CPU minutes of the run's process at each evaluation ``[K]`` (NaN where the
+            record has no ``cpu_s``: runs of earlier versions).
         successes: successful episodes of each evaluation ``[K]``.
         episodes: episodes of each evaluation ``[K]``.
         large: ``(successes, episodes)`` of the last checkpoint on the large set, or None.
@@ -53,6 +57,7 @@ class RunQuality:
     run_dir: Path
     timesteps: list[int]
     minutes: list[float]
+    cpu_minutes: list[float]
     successes: list[int]
     episodes: list[int]
     large: tuple[int, int] | None
@@ -110,6 +115,7 @@ def read_run(run_dir: str | Path, require_wall_clock: bool = True) -> RunQuality
         timesteps=sorted(records),
         minutes=[math.nan if r.get("wall_clock_s") is None else r["wall_clock_s"] / 60
                  for r in ordered],  # fmt: skip
+        cpu_minutes=[math.nan if r.get("cpu_s") is None else r["cpu_s"] / 60 for r in ordered],
         successes=[s for s, _ in counts],
         episodes=[n for _, n in counts],
         large=large,
@@ -153,5 +159,64 @@ def plot_quality(runs: Sequence[RunQuality], level: float, out: str | Path) -> P
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return save_figure(fig, out, dpi=120)
+
+
+def success_at(run: RunQuality, clock: str, grid: np.ndarray) -> np.ndarray:
+    """The run's validation success at each time of ``grid`` ``[T]`` (minutes of ``clock``:
+    ``"wall"`` or ``"cpu"``): the last evaluation at or before it (NaN before the first, and
+    after the last, where the run had stopped)."""
+    times = np.asarray(run.minutes if clock == "wall" else run.cpu_minutes, dtype=np.float64)
+    rates = np.asarray(run.rates, dtype=np.float64)
+    index = np.searchsorted(times, grid, side="right") - 1
+    out = np.where(index >= 0, rates[np.clip(index, 0, None)], np.nan)
+    return np.where(grid <= times[-1], out, np.nan)
+
+
+def quality_bands(
+    runs: Sequence[RunQuality], clock: str, points: int = 200
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Success against time over the runs (seeds of one recipe): ``(grid, median, low, high,
+    count)``, each ``[points]``; ``low`` and ``high`` are the 25th and 75th percentiles of the
+    runs still going at that time, ``count`` how many are (the band ends where fewer than two
+    remain)."""
+    ends = [(r.minutes if clock == "wall" else r.cpu_minutes)[-1] for r in runs]
+    grid = np.linspace(0.0, max(ends), points)
+    values = np.stack([success_at(run, clock, grid) for run in runs])  # [runs, points]
+    count = np.sum(~np.isnan(values), axis=0)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, as wanted
+        median = np.nanmedian(values, axis=0)
+        low, high = np.nanpercentile(values, [25, 75], axis=0)
+    thin = count < 2
+    return grid, median, np.where(thin, np.nan, low), np.where(thin, np.nan, high), count
+
+
+def plot_quality_bands(
+    groups: dict[str, Sequence[RunQuality]], level: float, out: str | Path
+) -> Path:
+    """Success against wall-clock minutes and against CPU minutes (a panel each; the CPU panel
+    only where every run recorded ``cpu_s``), per group the median over its runs and the band
+    of their middle half, the level dashed."""
+    with_cpu = all(
+        not math.isnan(run.cpu_minutes[-1]) for runs in groups.values() for run in runs
+    )
+    clocks = ("wall", "cpu") if with_cpu else ("wall",)
+    fig = Figure(figsize=(6.5 * len(clocks), 4.5))
+    FigureCanvasAgg(fig)
+    for k, clock in enumerate(clocks):
+        ax = fig.add_subplot(1, len(clocks), k + 1)
+        for label, runs in groups.items():
+            grid, median, low, high, _ = quality_bands(runs, clock)
+            line = ax.plot(grid, median, label=f"{label} (median of {len(runs)} runs)")[0]
+            ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.axhline(level, color="black", linestyle="--", linewidth=1, label=f"level {level:g}")
+        name = "wall clock of the run" if clock == "wall" else "CPU time of the run's process"
+        ax.set_xlabel(f"{name} (minutes)")
+        ax.set_ylabel("validation success rate")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return save_figure(fig, out, dpi=120)
