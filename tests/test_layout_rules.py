@@ -170,3 +170,76 @@ def test_the_imazu_colregs_term_weighs_the_papers_turn_angle() -> None:
         applied |= bool((r.reward_terms[..., 3] < 0).any())
     assert applied  # the head-on and give-way zones were met
     assert make_layout("imazu").rules.term_names == ("progress", "colregs", "terminal")
+
+
+def _two_vessels(own_heading: float, target_pos: tuple[float, float], target_heading: float):
+    """An own ship at (0, 0) (world frame: x North, y East, headings clockwise from North) and
+    one traffic vessel, as a scenario and the events after a step."""
+    import math
+
+    from marinenav.sim.constants import VesselRole
+    from marinenav.sim.rules import StepEvents
+    from marinenav.sim.scenario import default_scenario
+
+    scenario = default_scenario(1, 2, 0, 0, dtype=F64)
+    scenario.robot_present[:] = True
+    scenario.robot_role[0, 1] = int(VesselRole.HOLD)
+    pos = torch.tensor([[[0.0, 0.0], list(target_pos)]], dtype=F64)
+    theta = torch.remainder(torch.tensor([[own_heading, target_heading]], dtype=F64), 2 * math.pi)
+    flag = torch.zeros(1, 2, dtype=torch.bool)
+    zero = torch.zeros(1, 2, dtype=F64)
+    events = StepEvents(acted=~flag, deactivated=flag, goal_distance_before=zero,
+                        goal_distance_after=zero, apply_colregs=flag, turn_angle=zero,
+                        collision=flag, reach_goal=flag, timeout=torch.zeros(1, dtype=torch.bool),
+                        pos=pos, theta=theta)  # fmt: skip
+    return scenario, events
+
+
+@pytest.mark.parametrize(
+    ("case", "own_heading", "target_pos", "target_heading", "penalised"),
+    [
+        # a give-way crossing: target 10 m ahead and 10 m to starboard heading West (-y); the
+        # own ship (heading North) lies ahead of its beam (on its bow): crossing ahead of it
+        ("give way, ahead of its beam", 0.0, (10.0, 10.0), -1.5708, True),
+        # the own ship has turned to starboard (East, +pi/2): the target now bears 45 deg to
+        # port, so nothing to starboard
+        ("give way, after a starboard turn", 1.5708, (10.0, 10.0), -1.5708, False),
+        # the own ship passes astern: the target (heading West) is now ahead-left of its track
+        # at (5, -3); the own ship, seen from the target's bow, lies abaft its beam
+        ("give way, passing astern", 0.0, (5.0, -3.0), -1.5708, False),
+        # head-on, the target 15 m dead ahead a hair to starboard: penalised until the own ship
+        # turns it to port
+        ("head-on, target just to starboard", 0.0, (15.0, 0.5), 3.1416, True),
+        ("head-on, target to port", 0.0, (15.0, -0.5), 3.1416, False),
+        # stand-on: the target on the port side
+        ("stand on", 0.0, (10.0, -10.0), 1.5708, False),
+        # a give-way geometry beyond 20 m is not yet an encounter
+        ("give way, far", 0.0, (20.0, 20.0), -1.5708, False),
+        # overtaking from astern: the own ship is behind the target's beam
+        ("overtaking", 0.0, (8.0, 1.0), 0.0, False),
+    ],
+)
+def test_the_cross_ahead_term_by_hand(case, own_heading, target_pos, target_heading, penalised):
+    from marinenav.scenarios.imazu import cross_ahead_penalty
+
+    scenario, events = _two_vessels(own_heading, target_pos, target_heading)
+    got = cross_ahead_penalty(scenario, events, weight=0.2)
+    assert got.shape == (1, 2) and got.dtype == F64
+    assert got[0, 1] == 0.0  # the traffic vessel earns nothing
+    assert got[0, 0] == (-0.2 if penalised else 0.0), case
+
+
+def test_the_cross_ahead_term_is_a_reported_term() -> None:
+    layout = make_layout("imazu", {"cross_ahead_penalty": 0.2, "colregs_penalty": 0.5})
+    assert layout.rules.term_names == ("progress", "colregs", "terminal", "colregs_imazu",
+                                       "cross_ahead")  # fmt: skip
+    scenarios = layout.evaluation_scenarios(1, 253, (4, 0, 0))
+    sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+    seen = torch.zeros(22, dtype=torch.bool)
+    for _ in range(60):  # straight on to the meeting point: the give-way cases cross ahead
+        r = sim.step(torch.zeros(22, 4, 2, dtype=F64))
+        assert set(r.reward_terms[..., 4].unique().tolist()) <= {0.0, -0.2}
+        seen |= (r.reward_terms[:, 0, 4] < 0)
+    assert seen[1] and not seen[3]  # case 2 (give way) is penalised, case 4 (stand on) not
+    with pytest.raises(ValueError, match="scenario.cross_ahead_penalty must be >= 0"):
+        make_layout("imazu", {"cross_ahead_penalty": -1.0})

@@ -30,6 +30,7 @@ from functools import partial
 import torch
 from torch import Tensor
 
+from marinenav.encounters import ABAFT_BEAM, ENCOUNTER_RANGE
 from marinenav.scenarios.base import ScenarioLayout, check_slots, register_layout
 from marinenav.sim.constants import VesselRole
 from marinenav.sim.rules import LayoutRules, StepEvents
@@ -86,6 +87,9 @@ class ImazuConfig:
     cases: list[int] = field(default_factory=lambda: list(IMAZU_CASES))  # drawn in training
     course_jitter: float = 0.0  # deg, training only: each target's course turned up to this
     colregs_penalty: float = 0.0  # the layout's own term: per rad of starboard turn still needed
+    # the layout's own term: per step crossing ahead of a target to starboard (rule 15: pass
+    # astern of it), within ENCOUNTER_RANGE
+    cross_ahead_penalty: float = 0.0
 
 
 @register_layout
@@ -120,8 +124,9 @@ class ImazuLayout(ScenarioLayout):
             raise ValueError(
                 f"scenario.course_jitter must be in [0, 30] deg, got {c.course_jitter}"
             )
-        if not c.colregs_penalty >= 0:
-            raise ValueError(f"scenario.colregs_penalty must be >= 0, got {c.colregs_penalty}")
+        for key in ("colregs_penalty", "cross_ahead_penalty"):
+            if not getattr(c, key) >= 0:
+                raise ValueError(f"scenario.{key} must be >= 0, got {getattr(c, key)}")
         self.config = c
         # [22, 3] per case: target course (rad), speed factor, present; made once (CPU)
         courses = torch.zeros(len(IMAZU_CASES), MAX_TARGETS, dtype=torch.float64)
@@ -141,14 +146,20 @@ class ImazuLayout(ScenarioLayout):
 
     @property
     def rules(self) -> LayoutRules:
-        """The paper's rules, plus ``colregs_penalty`` per radian of the starboard turn the
-        paper's COLREGs penalty asks for (the same zones and angle, weighed more: a stand-on
-        target that does not give way leaves the own ship to turn)."""
-        w = self.config.colregs_penalty
-        if w == 0:
-            return LayoutRules()
-        term = partial(starboard_turn_penalty, weight=w)
-        return LayoutRules(reward_terms={"colregs_imazu": term})
+        """The paper's rules, plus two terms of the layout's own, each off at weight 0:
+        ``colregs_imazu``, ``colregs_penalty`` per radian of the starboard turn the paper's
+        COLREGs penalty asks for (the same zones and angle, weighed more: a stand-on target
+        that does not give way leaves the own ship to turn), and ``cross_ahead``,
+        ``cross_ahead_penalty`` per step that the own ship spends ahead of the beam of a target
+        on its starboard side (:func:`cross_ahead_penalty`: what rule 15 forbids and the
+        paper's zones, which end 17 m from the target, do not see)."""
+        c = self.config
+        terms = {}
+        if c.colregs_penalty > 0:
+            terms["colregs_imazu"] = partial(starboard_turn_penalty, weight=c.colregs_penalty)
+        if c.cross_ahead_penalty > 0:
+            terms["cross_ahead"] = partial(cross_ahead_penalty, weight=c.cross_ahead_penalty)
+        return LayoutRules(reward_terms=terms)
 
     def generate(self, base: Scenario, step: Tensor, generator: torch.Generator) -> Scenario:
         n, device, dtype = base.num_envs, base.start.device, base.start.dtype
@@ -233,4 +244,33 @@ def starboard_turn_penalty(scenario: Scenario, events: StepEvents, weight: float
     return torch.where(events.apply_colregs, -weight * turn, torch.zeros_like(turn))
 
 
-__all__ = ["IMAZU_CASES", "ImazuConfig", "ImazuLayout", "case_courses"]
+def _wrap(angle: Tensor) -> Tensor:
+    """``angle`` (rad, any) into ``[-pi, pi)``."""
+    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
+
+
+def cross_ahead_penalty(scenario: Scenario, events: StepEvents, weight: float) -> Tensor:
+    """``[E, R]``: ``-weight`` for a policy vessel on a step after which a traffic vessel (one
+    that does not give way) lies on its starboard side (relative bearing in (0, 112.5] deg, as
+    a give-way crossing or a head-on target just to starboard) within
+    :data:`~marinenav.encounters.ENCOUNTER_RANGE`, while the policy vessel is ahead of that
+    vessel's beam (bearing from its bow within 90 deg): crossing ahead of a ship it must keep
+    out of the way of. Passing astern, or turning so that the target is to port, ends it.
+    0 elsewhere (traffic, absent slots, no such target)."""
+    pos, theta = events.pos, events.theta  # [E, R, 2] m, [E, R] rad (clockwise from North)
+    own = scenario.robot_present & (scenario.robot_role == int(VesselRole.POLICY))
+    target = scenario.robot_present & (scenario.robot_role != int(VesselRole.POLICY))
+    d = pos.unsqueeze(1) - pos.unsqueeze(2)  # [E, i, j, 2]: from vessel i to vessel j
+    distance = torch.linalg.vector_norm(d, dim=-1)  # [E, i, j]
+    direction = torch.atan2(d[..., 1], d[..., 0])  # [E, i, j] rad, clockwise from North
+    seen_from_own = _wrap(direction - theta.unsqueeze(2))  # bearing of j from i's bow
+    own_from_target = _wrap(direction + math.pi - theta.unsqueeze(1))  # of i from j's bow
+    starboard = (seen_from_own > 0) & (seen_from_own <= math.radians(ABAFT_BEAM))
+    ahead_of_beam = own_from_target.abs() < math.pi / 2
+    crossing = starboard & ahead_of_beam & (distance < ENCOUNTER_RANGE)
+    crossing = crossing & own.unsqueeze(2) & target.unsqueeze(1)
+    penalty = torch.full_like(theta, -weight)
+    return torch.where(crossing.any(dim=2), penalty, torch.zeros_like(penalty))
+
+
+__all__ = ["IMAZU_CASES", "ImazuConfig", "ImazuLayout", "case_courses", "cross_ahead_penalty"]
