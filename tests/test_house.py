@@ -212,7 +212,7 @@ def _anchor(heading: str) -> str:
 def test_exported_files_name_their_calling_convention_by_a_doc_section() -> None:
     """The ``spec`` record of an exported planner file is ``docs/<page>.md#<anchor>``, a
     section of the docs that describes the C++ node's call."""
-    from marinenav.export import metadata
+    from marinenav.planner.export import metadata
     from marinenav.training.factory import build_agent
     from tests.run_utils import tiny_config
 
@@ -280,3 +280,23 @@ def test_a_run_builds_its_agent_in_the_factory_and_reads_it_back_the_same(tmp_pa
     assert config["seed"] == 3 and loaded.config.seed == 3 + AGENT_SEED_OFFSET
     for mine, theirs in zip(trainer.agent.parameters(), loaded.parameters(), strict=True):
         assert torch.equal(mine, theirs)
+
+
+def test_the_old_planner_paths_are_the_planner_packages_own_modules() -> None:
+    """The planner files' modules live in ``marinenav/planner/``; their old top-level paths
+    (docs/migrating.md, "Old module paths") import as those very modules, so an old import, a
+    patch of an attribute and ``python -m marinenav.export`` reach the same code."""
+    import importlib
+
+    import marinenav.planner as package
+    from marinenav.planner import load
+
+    moved = {"marinenav.export": "marinenav.planner.export",
+             "marinenav.planner_convention": "marinenav.planner.convention",
+             "marinenav.elementary_atan": "marinenav.planner.elementary_atan"}  # fmt: skip
+    for old, new in moved.items():
+        assert importlib.import_module(old) is importlib.import_module(new)
+    assert {"planner_policy", "PlannerPolicy", "PlannerLoadError", "load_planner"} <= set(
+        package.__all__
+    )
+    assert all(getattr(package, name) is getattr(load, name) for name in package.__all__)

@@ -22,9 +22,9 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import AGENT_NAMES, agent_class, make_agent
 from marinenav.evaluate import evaluate_planner, main
-from marinenav.export import export_torchscript
 from marinenav.planner import PlannerLoadError, PlannerPolicy, load_planner, planner_policy
-from marinenav.planner_convention import example_inputs, input_names, planner_file_name
+from marinenav.planner.convention import example_inputs, input_names, planner_file_name
+from marinenav.planner.export import export_torchscript
 from marinenav.training.evaluation import named_scenarios
 from tests.agent_utils import planner_observation
 from tests.export_utils import pt2_agents
@@ -393,7 +393,7 @@ def test_onnx_files_without_a_record_or_a_dynamic_batch(tmp_path: Path, exports)
     with pytest.raises(PlannerLoadError, match="record says sac"):
         load_planner(exports("sac", "onnx"), "mappo")
 
-    from marinenav.export import FlatInputs, export_module
+    from marinenav.planner.export import FlatInputs, export_module
 
     fixed = tmp_path / "fixed.onnx"
     agent = make_agent("dqn", seed=0)
