@@ -44,6 +44,7 @@ from tensordict.nn import TensorDictModuleBase
 from tensordict.utils import NestedKey
 
 from marinenav.agents import agent_class
+from marinenav.keys import ACTION_KEY, POLICY_IN_KEYS
 from marinenav.planner.convention import (
     EXPORT_NUM_TAU,
     FORMATS,
@@ -56,13 +57,6 @@ from marinenav.planner.convention import (
     rule_options,
 )
 from marinenav.policy.wrapper import check_cvar
-
-DEFAULT_IN_KEYS: tuple[NestedKey, ...] = (
-    ("agents", "self_state"),
-    ("agents", "objects"),
-    ("agents", "objects_mask"),
-)
-DEFAULT_OUT_KEY: NestedKey = ("agents", "action")
 
 #: Network rows per planner call (a robot is one row, or one per quantile fraction): the
 #: activations of a block of 512 float64 rows (512 x 256 x 8 B = 1 MiB) stay in a core's L2
@@ -343,8 +337,8 @@ class PlannerPolicy(TensorDictModuleBase):
         taus: Literal["random", "midpoints"] = "random",
         cvar: float = 1.0,
         seed: int = 0,
-        in_keys: tuple[NestedKey, ...] = DEFAULT_IN_KEYS,
-        out_key: NestedKey = DEFAULT_OUT_KEY,
+        in_keys: tuple[NestedKey, ...] = POLICY_IN_KEYS,
+        out_key: NestedKey = ACTION_KEY,
         block_rows: int = DEFAULT_BLOCK_ROWS,
     ) -> None:
         super().__init__()

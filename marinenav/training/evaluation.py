@@ -36,7 +36,16 @@ from tensordict.nn import TensorDictModuleBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import MarineNavEnv
-from marinenav.keys import OBSERVATION_KEYS, dtype_named
+from marinenav.keys import (
+    ACTION_KEY,
+    ACTIVE_KEY,
+    DONE,
+    ENERGY_KEY,
+    INFO_KEY,
+    POLICY_IN_KEYS,
+    REWARD_KEY,
+    dtype_named,
+)
 from marinenav.scenarios import RandomLayout, ScenarioLayout
 from marinenav.sim import InfoState
 from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule
@@ -170,13 +179,12 @@ class Evaluator:
         ``full_action`` (zeros elsewhere: ignored for robots that no longer act)."""
         n = rows.shape[0]
         sub = TensorDict(
-            {("agents", key): td.get(("agents", key)).flatten(0, 1)[rows]
-             for key in OBSERVATION_KEYS},
+            {key: td.get(key).flatten(0, 1)[rows] for key in POLICY_IN_KEYS},
             batch_size=[n], device=td.device,
         )  # fmt: skip
         flat_action.zero_()
         if n:
-            flat_action[rows] = policy(sub).get(("agents", "action")).to(flat_action.dtype)
+            flat_action[rows] = policy(sub).get(ACTION_KEY).to(flat_action.dtype)
         return full_action.clone()
 
     def run(
@@ -186,8 +194,9 @@ class Evaluator:
         lists. Reads back once per host check (see the module docstring) and once at the end.
 
         Args:
-            policy: reads ``("agents", self_state | objects | objects_mask)``, writes
-                ``("agents", "action")``.
+            policy: reads ``("agents", self_state | objects | objects_mask)``
+                (:data:`~marinenav.keys.POLICY_IN_KEYS`), writes ``("agents", "action")``
+                (:data:`~marinenav.keys.ACTION_KEY`).
             compact: run the policy only on the rows still acting (see the module docstring);
                 ``False`` runs it on every slot of every environment at every step.
             tracks: also return every vessel's track, ``metrics["tracks"]``: ``pos [T, E, R,
@@ -207,7 +216,7 @@ class Evaluator:
         reached = torch.zeros(E, R, dtype=torch.bool, device=device)
         env.set_seed(self.seed)
         td = env.reset()
-        action_spec = env.full_action_spec["agents", "action"]
+        action_spec = env.full_action_spec[ACTION_KEY]
         full_action = torch.zeros(action_spec.shape, dtype=action_spec.dtype, device=device)
         flat_action = full_action.view(E * R, *action_spec.shape[2:])
         rows = torch.arange(E * R, device=device)
@@ -222,25 +231,25 @@ class Evaluator:
                     if bool(finished.all()):  # host: early exit
                         break
                 if compact and step % check_every == 0:
-                    live = td["agents", "active"] & ~finished.unsqueeze(-1)
+                    live = td[ACTIVE_KEY] & ~finished.unsqueeze(-1)
                     rows = live.reshape(-1).nonzero().squeeze(-1)  # host: compaction
                 if compact:
-                    td.set(("agents", "action"), self._act_on_rows(policy, td, rows, full_action,
-                                                                  flat_action))  # fmt: skip
+                    action = self._act_on_rows(policy, td, rows, full_action, flat_action)
+                    td.set(ACTION_KEY, action)
                 else:
                     td = policy(td)
                 out: TensorDictBase = env.step(td)["next"]
-                acting = td["agents", "active"] & ~finished.unsqueeze(-1)
-                reward = out["agents", "reward"].squeeze(-1).to(torch.float64)
+                acting = td[ACTIVE_KEY] & ~finished.unsqueeze(-1)
+                reward = out[REWARD_KEY].squeeze(-1).to(torch.float64)
                 returns += torch.where(acting, discount * reward, 0.0)
                 travel_time += torch.where(acting, step_time, 0.0)
-                energy += torch.where(acting, out["agents", "energy"].squeeze(-1).double(), 0.0)
-                reached |= acting & (out["agents", "info"] == InfoState.REACH_GOAL)
+                energy += torch.where(acting, out[ENERGY_KEY].squeeze(-1).double(), 0.0)
+                reached |= acting & (out[INFO_KEY] == InfoState.REACH_GOAL)
                 discount = discount * self.gamma
                 if tracks:
                     poses[step + 1] = torch.cat((sim.state.pos, sim.state.theta.unsqueeze(-1)), -1)
                     lasted += (~finished).to(torch.int64)
-                finished |= out["done"].squeeze(-1)
+                finished |= out[DONE].squeeze(-1)
                 td = out
         present = sim.steered  # the policy's robots: traffic neither earns nor counts
         count = present.sum(-1).clamp(min=1).double()

@@ -25,6 +25,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import MarineNavEnv
 from marinenav.files import atomic_path
+from marinenav.keys import DONE, INFO_KEY, REWARD_KEY
 from marinenav.scenarios import ScenarioLayout
 from marinenav.sim import InfoState, Scenario
 from marinenav.sim.constants import VesselRole
@@ -192,10 +193,10 @@ def record_episode(
             for _ in range(max_steps):
                 out = env.step(policy(td))["next"]
                 snapshot()
-                rewards.append(out["agents", "reward"][0, :, 0].double().cpu())  # host: people
-                infos.append(out["agents", "info"][0].cpu())  # host: people
+                rewards.append(out[REWARD_KEY][0, :, 0].double().cpu())  # host: people
+                infos.append(out[INFO_KEY][0].cpu())  # host: people
                 td = out
-                if bool(out["done"].any()):  # host: people
+                if bool(out[DONE].any()):  # host: people
                     break
     finally:
         policy.train(was_training)
