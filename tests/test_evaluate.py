@@ -22,15 +22,63 @@ def run_dir(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def named_run_dir(tmp_path_factory) -> Path:
+    """A tiny run that validated on the named paper set: 60 episodes of the paper's curriculum
+    although it trains on one stage, noise seeded with the set's 253 although ``evaluation.seed``
+    says 7, 12 steps each (the tiny config's step cap)."""
+    path = tmp_path_factory.mktemp("named_run")
+    Trainer(tiny_config("agent=dqn", "evaluation.set=paper", "evaluation.seed=7"), path).train()
+    return path
+
+
+def last_evaluation(run_dir: Path) -> dict:
+    return json.loads((run_dir / "evaluations.jsonl").read_text().splitlines()[-1])
+
+
+def assert_same_evaluation(metrics: dict, recorded: dict) -> None:
+    """Every episode's numbers and every logged aggregate are equal, not close."""
+    assert metrics["episodes"] == recorded["episodes"]
+    assert {k: v for k, v in metrics.items() if k.startswith("eval/")} == {
+        k: v for k, v in recorded.items() if k.startswith("eval/")
+    }
+
+
 def test_reproduces_the_trainers_last_evaluation(run_dir: Path) -> None:
-    last = json.loads((run_dir / "evaluations.jsonl").read_text().splitlines()[-1])
-    metrics, scenarios = evaluate_run(run_dir, max_steps=30)
-    assert len(scenarios) == 2
-    assert metrics["eval/success_rate"] == last["eval/success_rate"]
-    assert metrics["eval/return"] == pytest.approx(last["eval/return"], rel=1e-9)
-    assert metrics["episodes"]["return"] == pytest.approx(last["episodes"]["return"], rel=1e-9)
+    """``evaluate RUN_DIR`` runs the run's own set in the run's own conditions, its step cap of
+    30 included (it ran 1001 steps unless told): the run's last evaluation, episode for
+    episode."""
+    metrics, evaluation_set = evaluate_run(run_dir)
+    assert len(evaluation_set) == 2 and evaluation_set.max_steps == 30
+    assert evaluation_set.label == "the run's own evaluation set (random, 2 episodes)"
+    assert_same_evaluation(metrics, last_evaluation(run_dir))
     table = format_table(metrics)
     assert "success_rate" in table and "| episodes | 2 |" in table
+
+
+def test_reproduces_a_run_that_validated_on_a_named_set(
+    named_run_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """``evaluate RUN_DIR --set paper`` of a run that validated on the paper set draws the set
+    the run drew, in the run's conditions and with the noise seed the run used (the set's 253;
+    it read evaluation.seed, 7, and drew the paper curriculum's 60 episodes where the trainer
+    drew its own curriculum's 10): the run's last evaluation, episode for episode, as
+    ``evaluate RUN_DIR`` gives it from the recorded set."""
+    last = last_evaluation(named_run_dir)
+    assert len(last["episodes"]["success"]) == 60
+    named, named_set = evaluate_run(named_run_dir, "paper")
+    own, own_set = evaluate_run(named_run_dir)
+    assert named_set.scenarios == own_set.scenarios
+    for chosen in (named_set, own_set):
+        assert (chosen.noise_seed, chosen.max_steps, chosen.episodes_per_stage) == (253, 12, 10)
+    assert_same_evaluation(named, last)
+    assert_same_evaluation(own, last)
+    out = tmp_path / "paper.json"
+    assert main([str(named_run_dir), "--set", "paper", "--out", str(out)]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "marinenav: evaluated on the paper set of the random layout (60 episodes)"
+    )
+    assert_same_evaluation(json.loads(out.read_text()), last)
 
 
 def test_scenario_files_in_the_original_layout(run_dir: Path, tmp_path: Path) -> None:
@@ -39,12 +87,13 @@ def test_scenario_files_in_the_original_layout(run_dir: Path, tmp_path: Path) ->
     single.write_text(json.dumps(scenarios[1]))  # one episode dict
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps(scenarios))  # an eval_configs.json list
-    metrics, used = evaluate_run(run_dir, [single, listed], max_steps=30)
+    metrics, used = evaluate_run(run_dir, scenario_files=[single, listed])
     assert len(used) == 3 and len(metrics["episodes"]["success"]) == 3
-    assert used[0] == scenarios[1] and used[1:] == scenarios
+    assert used.scenarios[0] == scenarios[1] and list(used.scenarios[1:]) == scenarios
+    assert used.episodes_per_stage is None and used.max_steps == 30  # the run's step cap
     # the list file is the run's own set: the same episodes, the same numbers
-    from_file, _ = evaluate_run(run_dir, [listed], max_steps=30)
-    whole, _ = evaluate_run(run_dir, max_steps=30)
+    from_file, _ = evaluate_run(run_dir, scenario_files=[listed])
+    whole, _ = evaluate_run(run_dir)
     assert from_file["episodes"] == whole["episodes"]
 
 

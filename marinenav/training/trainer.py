@@ -250,10 +250,11 @@ class Trainer:
             self.agent.use_soft_targets(cfg.training.target_tau)
         self.env = build_env(cfg, self.agent.action_kind, layout, self.device)
         self.learner = make_learner(self.agent, cfg, self.device)
-        self.evaluator, scenarios = build_evaluator(cfg, self.agent, layout, self.device)
+        self.evaluator = build_evaluator(cfg, self.agent, self.device)
         # the reward's terms (the paper's, then the layout's) and the layout's end conditions
         self.term_names = self.env.sim.reward_term_names
         self.end_names = self.env.sim.end_conditions
+        scenarios = list(self.evaluator.evaluation_set.scenarios)
         write_text(self.run_dir / "eval_configs.json", json.dumps(scenarios))
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
