@@ -214,3 +214,45 @@ def test_a_torn_evaluation_set_is_one_line_naming_the_file(
         f"error: {copy / 'eval_configs.json'}: not a JSON scenario file (Expecting value: line 1 "
         "column 10 (char 9))"
     )
+
+
+def test_an_evaluation_set_is_one_value_built_three_ways(tmp_path: Path) -> None:
+    """A named set is one set whoever asks (of the random layout, the paper curriculum's
+    whatever a layout's own curriculum), in the original's conditions unless given others; an
+    episode alone keeps its set's conditions; scenario files have no stages; a set that cannot
+    run is refused when it is made."""
+    import torch
+
+    from marinenav.scenarios import RandomLayout, make_layout
+    from marinenav.sim.curriculum import CurriculumSchedule
+    from marinenav.sim.scenario import Slots
+    from marinenav.training.evaluation import EvaluationSet, named_scenarios
+
+    paper = EvaluationSet.named("paper")
+    assert (len(paper), paper.episodes_per_stage, paper.slots) == (60, 10, Slots(5, 4, 0))
+    assert (paper.dtype, paper.noise_seed, paper.max_steps) == (torch.float64, 253, 1001)
+    assert paper.scenarios == tuple(named_scenarios("paper"))
+    one_stage = RandomLayout(schedule=CurriculumSchedule(
+        timesteps=[0], num_robots=[2], num_cores=[0], num_obstacles=[0], min_start_goal_dis=[30.0]
+    ))  # fmt: skip
+    assert EvaluationSet.named("paper", one_stage).scenarios == paper.scenarios
+    imazu = EvaluationSet.named("large", make_layout("imazu"))
+    assert len(imazu) == 22 and imazu.label == (
+        "imazu's fixed evaluation set (22 episodes; the named set 'large' does not apply to it)")
+    with pytest.raises(ValueError, match="is of the random scenarios, not of 'harbour'"):
+        EvaluationSet.named("currents4", make_layout("harbour"))
+    last = paper.episode(-1)
+    assert last.scenarios == paper.scenarios[-1:] and last.slots == paper.slots
+    assert last.episodes_per_stage is None and last.noise_seed == 253
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(list(paper.scenarios[:2])))
+    files = EvaluationSet.of_files([path], noise_seed=5, max_steps=40)
+    assert files.scenarios == paper.scenarios[:2] and files.label == "2 episodes of scenario files"
+    assert (files.episodes_per_stage, files.layout, files.noise_seed) == (None, None, 5)
+    first = paper.scenarios[:1]  # stage 0: 3 robots, no obstacles
+    assert EvaluationSet(first, slots=(1, 0, 0)).slots == Slots(3, 0, 0)  # grown to fit
+    for bad, message in (({"scenarios": ()}, "no scenarios"),
+                         ({"max_steps": 0}, "max_steps must be at least 1, got 0"),
+                         ({"noise_seed": -1}, "the noise seed must be an integer")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            EvaluationSet(**{"scenarios": first, **bad})
