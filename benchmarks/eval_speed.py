@@ -27,7 +27,7 @@ from sequential_evaluation import PLANNERS, evaluate_sequentially  # noqa: E402
 
 from marinenav.evaluate import evaluate_planner  # noqa: E402
 from marinenav.planner import planner_policy  # noqa: E402
-from marinenav.training.evaluation import named_scenarios  # noqa: E402
+from marinenav.training.evaluation import EvaluationSet, named_scenarios  # noqa: E402
 
 
 def main() -> None:
@@ -45,6 +45,7 @@ def main() -> None:
         parser.error(f"--per-stage must be in 1..{size} for the {args.set} set")
     scenarios = [full[s * size + i] for s in range(6) for i in range(k)]
     n = len(scenarios)
+    chosen = EvaluationSet(scenarios, episodes_per_stage=k)  # the original's conditions
     cpu = platform.processor() or platform.machine()
     print(f"# {n} episodes ({args.set} set, {k} per stage), {cpu}, "
           f"{torch.get_num_threads()} thread(s), torch {torch.__version__}")  # fmt: skip
@@ -60,7 +61,7 @@ def main() -> None:
         timings = []
         for compact, block in ((False, {}), (True, {"block_rows": 10**9}), (True, {})):
             start = time.perf_counter()
-            evaluate_planner(planner_policy(path, **block), scenarios, k, compact=compact)
+            evaluate_planner(planner_policy(path, **block), chosen, compact=compact)
             timings.append(time.perf_counter() - start)
         print(f"| {agent} | {sequential:.1f} | "
               + " | ".join(f"{t:.1f}" for t in timings) + " | "

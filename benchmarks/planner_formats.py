@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from marinenav.agents import agent_class, make_agent  # noqa: E402
-from marinenav.export import EXPORTERS  # noqa: E402
 from marinenav.planner import planner_policy  # noqa: E402
-from marinenav.planner_convention import export_file_name  # noqa: E402
+from marinenav.planner.convention import export_file_name  # noqa: E402
+from marinenav.planner.export import EXPORTERS  # noqa: E402
 
 # the agents the original's node calls, by its agent_type
 NODE_TYPES = {"ac_iqn": "AC-IQN", "iqn": "IQN", "ddpg": "DDPG", "dqn": "DQN", "sac": "SAC",

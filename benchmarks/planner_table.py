@@ -25,7 +25,7 @@ from marinenav.evaluate import evaluate_planner  # noqa: E402
 from marinenav.files import write_text  # noqa: E402
 from marinenav.planner import planner_policy  # noqa: E402
 from marinenav.stats import format_rate  # noqa: E402
-from marinenav.training.evaluation import EVALUATION_SETS, named_scenarios  # noqa: E402
+from marinenav.training.evaluation import EVALUATION_SETS, EvaluationSet  # noqa: E402
 
 
 def main() -> None:
@@ -37,8 +37,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="directory for the JSON metrics")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    scenarios = named_scenarios(args.set)
-    per_stage = EVALUATION_SETS[args.set][0]
+    evaluation_set = EvaluationSet.named(args.set)  # the original's conditions, as evaluate's
+    scenarios = evaluation_set.scenarios
     print(f"| planner | success (95% CI, n={len(scenarios)}) | "
           + " | ".join(f"stage {s}" for s in range(6)) + " | return | eval wall clock |")
     print("| --- | ---: " + "| ---: " * 6 + "| ---: | ---: |")
@@ -49,7 +49,7 @@ def main() -> None:
         for mode in modes if sampling else ["sample"]:
             policy = planner_policy(path, sac_action=mode)
             start = time.perf_counter()
-            metrics = evaluate_planner(policy, scenarios, per_stage)
+            metrics = evaluate_planner(policy, evaluation_set)
             seconds = time.perf_counter() - start
             label = args.label + policy.agent_type + (f" ({mode})" if sampling else "")
             successes = sum(metrics["episodes"]["success"])

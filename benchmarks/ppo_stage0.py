@@ -37,7 +37,7 @@ from marinenav.envs import MarineNavEnv, transition
 from marinenav.files import write_text
 from marinenav.sim import InfoState
 from marinenav.sim.curriculum import CurriculumSchedule
-from marinenav.training.evaluation import Evaluator, evaluation_scenarios
+from marinenav.training.evaluation import EvaluationSet, Evaluator, evaluation_scenarios
 from marinenav.training.rollout import RolloutLearner
 
 AGENTS = {"mappo": MAPPOAgent, "ippo": IPPOAgent}
@@ -112,10 +112,9 @@ def main() -> None:
     )  # fmt: skip
     learner = RolloutLearner(agent, run_cfg, device)
     scenarios = evaluation_scenarios(STAGE0, EVAL_EPISODES, EVAL_SEED, EVAL_SLOTS)
-    evaluator = Evaluator(
-        scenarios, "continuous", config.gamma, 1001, EVAL_SLOTS, device, torch.float32,
-        seed=EVAL_SEED,
-    )  # fmt: skip
+    evaluation_set = EvaluationSet(scenarios, slots=EVAL_SLOTS, dtype=torch.float32,
+                                   noise_seed=EVAL_SEED)  # fmt: skip
+    evaluator = Evaluator(evaluation_set, "continuous", config.gamma, device)
     counter = EpisodeCounter(args.envs, robot_slots, device)
 
     print(f"{args.agent}, E = {args.envs}, T = {config.rollout_steps}, {config.epochs} epochs x "

@@ -6,19 +6,23 @@ FILE.pt [--agent-type ac_iqn]`` loads a TorchScript planner (the original's
 ``traced_*_model.pt`` or our export, :mod:`marinenav.planner`; our ``.pt2`` and ``.onnx`` exports
 load the same way); ``python -m marinenav.evaluate
 --baseline apf|mpc [--variant textbook|original]`` builds the original's APF or MPC planner
-(:mod:`marinenav.baselines`). Each runs an evaluation set (the run's own ``eval_configs.json``
-by default; a named set, :data:`EVALUATION_SETS`, of the run's own layout with its options (for
-a run of the random layout, and for planners and baselines, the random scenarios of the paper's
-curriculum) or of another layout, ``--scenario harbour``; or scenario JSON files in the
-original's layout) all at once as one batched environment with deterministic actions (a
-planner acts by its own rule: SAC samples, IQN draws its taus, unless told otherwise), says
-which set on stderr, prints the original's metrics with Wilson 95% intervals and per stage,
-writes them to ``--out`` as JSON, and renders pictures of the first episodes (PNG frames and an
-animated GIF) when ``--pictures N`` is given (runs and baselines). What would fail only at the
-end (an ``--out`` that cannot be written, a device this machine lacks) is refused first.
+(:mod:`marinenav.baselines`). Each runs an evaluation set
+(:class:`~marinenav.training.evaluation.EvaluationSet`) all at once as one batched environment
+with deterministic actions (a planner acts by its own rule: SAC samples, IQN draws its taus,
+unless told otherwise), says which set on stderr, prints the original's metrics with Wilson 95%
+intervals and per stage, writes them to ``--out`` as JSON, and renders pictures of the first
+episodes (PNG frames and an animated GIF) when ``--pictures N`` is given (runs and baselines).
+What would fail only at the end (an ``--out`` that cannot be written, a device this machine
+lacks) is refused first.
 
-Planners and baselines are evaluated in float64 (the original's precision and the files' own)
-with the evaluation seed 253, unless ``--dtype`` / ``--seed`` say otherwise.
+The set: a run's own (its ``eval_configs.json``, in the run's slots, precision, noise seed and
+step cap, so ``evaluate RUN_DIR`` reproduces the run's last evaluation); a named set
+(:data:`SET_NAMES`) of the run's own layout with its options (for a run of the random layout,
+and for planners and baselines, the random scenarios of the paper's curriculum) or of another
+layout, ``--scenario harbour``; or scenario JSON files in the original's layout. A run is
+evaluated in its own conditions whatever the set; planners and baselines in the original's
+(float64, the paper's slots, noise seed 253, 1001 steps), unless ``--dtype`` / ``--seed`` /
+``--max-steps`` say otherwise.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from tensordict.nn import TensorDictModuleBase
 
@@ -36,51 +40,38 @@ from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
 from marinenav.cli import run_command
 from marinenav.encounters import encounter_records, format_encounters, own_and_targets
 from marinenav.files import FileWriteError, check_writable, write_text
-from marinenav.keys import check_seed, device_named
+from marinenav.keys import check_seed, device_named, dtype_named
 from marinenav.planner import PlannerLoadError, PlannerPolicy, planner_policy
 from marinenav.policy.selectors import QuantileSelector
-from marinenav.scenarios import LAYOUTS, RandomLayout, ScenarioLayout, make_layout
+from marinenav.scenarios import LAYOUTS, make_layout
 from marinenav.sim import load_scenario_file
-from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE
 from marinenav.stats import format_rate
 from marinenav.training.checkpoint import load_agent
-from marinenav.training.config import layout_of
 from marinenav.training.evaluation import (
-    EVALUATION_SETS,
+    ORIGINAL_SEED,
     SET_NAMES,
+    EvaluationSet,
     Evaluator,
-    evaluation_setup,
-    named_scenarios,
+    run_conditions,
 )
 
 PLANNER_GAMMA = 0.99  # the original's discount, for the reported return of a planner
-PLANNER_EVAL_SEED = 253  # the original's evaluation seed
 
 
 def evaluate_policy(
     policy: TensorDictModuleBase,
+    evaluation_set: EvaluationSet,
     action_kind: str,
     gamma: float,
-    config: dict[str, Any],
-    scenarios: list[dict],
     device: str = "cpu",
-    max_steps: int = 1001,
-    episodes_per_stage: int | None = None,
     compact: bool = True,
-    layout: ScenarioLayout | None = None,
 ) -> dict[str, Any]:
-    """Metrics of ``policy`` on ``scenarios``, in the layout of a run with ``config`` (slots,
-    precision, noise seed: :func:`evaluation_setup`), under ``layout``'s rules (default the
-    paper's). Episodes of one own ship among traffic (the Imazu cases) also get their
-    encounters' COLREGs checks (:mod:`marinenav.encounters`): ``metrics["encounters"]`` per
-    episode and ``metrics["colregs"]``, how many such episodes kept the COLREGs."""
-    if not scenarios:
-        raise ValueError("no scenarios to evaluate")
-    setup = evaluation_setup(config, scenarios)
-    evaluator = Evaluator(
-        scenarios, action_kind, gamma, max_steps, device=device,
-        episodes_per_stage=episodes_per_stage, layout=layout, **setup,
-    )  # fmt: skip
+    """Metrics of ``policy`` on ``evaluation_set`` (:class:`Evaluator`). Episodes of one own
+    ship among traffic (the Imazu cases) also get their encounters' COLREGs checks
+    (:mod:`marinenav.encounters`): ``metrics["encounters"]`` per episode and
+    ``metrics["colregs"]``, how many such episodes kept the COLREGs."""
+    scenarios = list(evaluation_set.scenarios)
+    evaluator = Evaluator(evaluation_set, action_kind, gamma, device)
     encounters = any(own_and_targets(s) is not None for s in scenarios)
     metrics = evaluator.run(policy, compact=compact, tracks=encounters)
     if encounters:
@@ -93,20 +84,12 @@ def evaluate_policy(
 
 
 def evaluate_agent(
-    agent: Agent,
-    config: dict[str, Any],
-    scenarios: list[dict],
-    device: str = "cpu",
-    max_steps: int = 1001,
-    episodes_per_stage: int | None = None,
-    layout: ScenarioLayout | None = None,
+    agent: Agent, evaluation_set: EvaluationSet, device: str = "cpu"
 ) -> dict[str, Any]:
-    """Metrics of ``agent`` (trained in a run with ``config``) on ``scenarios``, under
-    ``layout``'s rules."""
+    """Metrics of a trained ``agent``'s policy on ``evaluation_set``."""
     return evaluate_policy(
-        agent.policy, agent.action_kind, agent.config.gamma, config, scenarios, device,
-        max_steps, episodes_per_stage, layout=layout,
-    )  # fmt: skip
+        agent.policy, evaluation_set, agent.action_kind, agent.config.gamma, device
+    )
 
 
 def act_at_cvar(agent: Agent, level: float) -> None:
@@ -118,74 +101,56 @@ def act_at_cvar(agent: Agent, level: float) -> None:
     agent.policy.set_cvar(level)
 
 
-def planner_config(dtype: str = "float64", seed: int = PLANNER_EVAL_SEED) -> dict[str, Any]:
-    """The evaluation layout of a planner: the paper's slots (5 robots, 4 obstacles, no cores),
-    ``dtype`` and the evaluation noise seed."""
-    return {
-        "env": {"robot_slots": 5, "obstacle_slots": 4, "core_slots": 0, "dtype": dtype},
-        "evaluation": {"seed": seed},
-    }
-
-
 def evaluate_planner(
-    policy: PlannerPolicy,
-    scenarios: list[dict],
-    episodes_per_stage: int | None = None,
-    dtype: str = "float64",
-    seed: int = PLANNER_EVAL_SEED,
-    max_steps: int = 1001,
-    compact: bool = True,
-    layout: ScenarioLayout | None = None,
+    policy: PlannerPolicy, evaluation_set: EvaluationSet, compact: bool = True
 ) -> dict[str, Any]:
-    """Metrics of a planner file's policy (:mod:`marinenav.planner`) on ``scenarios`` (under
-    ``layout``'s rules); its random stream (IQN's taus, SAC's noise) restarts from ``seed``."""
-    policy.set_seed(seed)
+    """Metrics of a planner file's policy (:mod:`marinenav.planner`) on ``evaluation_set``, on
+    the CPU; its random stream (IQN's taus, SAC's noise) restarts from the set's noise seed."""
+    policy.set_seed(evaluation_set.noise_seed)
     return evaluate_policy(
-        policy, policy.action_kind, PLANNER_GAMMA, planner_config(dtype, seed), scenarios,
-        "cpu", max_steps, episodes_per_stage, compact, layout,
-    )  # fmt: skip
+        policy, evaluation_set, policy.action_kind, PLANNER_GAMMA, "cpu", compact
+    )
 
 
-def evaluate_baseline(
-    policy: BaselinePolicy,
-    scenarios: list[dict],
-    episodes_per_stage: int | None = None,
-    dtype: str = "float64",
-    seed: int = PLANNER_EVAL_SEED,
-    max_steps: int = 1001,
-    layout: ScenarioLayout | None = None,
-) -> dict[str, Any]:
-    """Metrics of a classical baseline (:mod:`marinenav.baselines`) on ``scenarios`` (under
-    ``layout``'s rules), in a planner's evaluation layout (:func:`planner_config`); the
-    baseline is deterministic."""
-    return evaluate_policy(
-        policy, policy.action_kind, PLANNER_GAMMA, planner_config(dtype, seed), scenarios,
-        "cpu", max_steps, episodes_per_stage, layout=layout,
-    )  # fmt: skip
+def evaluate_baseline(policy: BaselinePolicy, evaluation_set: EvaluationSet) -> dict[str, Any]:
+    """Metrics of a classical baseline (:mod:`marinenav.baselines`, deterministic) on
+    ``evaluation_set``, on the CPU."""
+    return evaluate_policy(policy, evaluation_set, policy.action_kind, PLANNER_GAMMA, "cpu")
 
 
-def run_scenarios(run_dir: str | Path, scenario_files: list[str | Path] | None) -> list[dict]:
-    """The scenarios of the given files (original layout), or the run's own evaluation set
+def run_evaluation_set(
+    run_dir: str | Path,
+    config: dict[str, Any],
+    name: str | None = None,
+    scenario_files: list[str | Path] | None = None,
+) -> EvaluationSet:
+    """A run's evaluation set in the run's conditions: the scenarios of the given files, the
+    named set ``name`` of the run's layout, or the run's own set as it recorded it
     (``eval_configs.json``, read and checked as any scenario file: a torn or edited one is one
     line naming it)."""
     if scenario_files:
-        return [s for path in scenario_files for s in load_scenario_file(path)]
-    return load_scenario_file(Path(run_dir) / "eval_configs.json")
+        return EvaluationSet.of_files(scenario_files, **run_conditions(config))
+    if name is not None:
+        return EvaluationSet.of_run(config, name)
+    recorded = load_scenario_file(Path(run_dir) / "eval_configs.json")
+    return EvaluationSet.of_run(config, scenarios=recorded)
 
 
 def evaluate_run(
     run_dir: str | Path,
+    name: str | None = None,
     scenario_files: list[str | Path] | None = None,
     device: str = "cpu",
-    max_steps: int = 1001,
-) -> tuple[dict[str, Any], list[dict]]:
-    """Metrics of the run's agent on a scenario set, and the scenarios used."""
+    max_steps: int | None = None,
+) -> tuple[dict[str, Any], EvaluationSet]:
+    """Metrics of the run's agent on one of its sets (:func:`run_evaluation_set`; by default
+    its own, as its last evaluation measured it), and the set. ``max_steps`` replaces the
+    run's step cap."""
     agent, config = load_agent(run_dir, device)
-    scenarios = run_scenarios(run_dir, scenario_files)
-    per_stage = None if scenario_files else stage_size(config, scenarios)
-    layout = None if scenario_files else layout_of(config)
-    metrics = evaluate_agent(agent, config, scenarios, device, max_steps, per_stage, layout)
-    return metrics, scenarios
+    evaluation_set = run_evaluation_set(run_dir, config, name, scenario_files)
+    if max_steps is not None:
+        evaluation_set = evaluation_set.replace(max_steps=max_steps)
+    return evaluate_agent(agent, evaluation_set, device), evaluation_set
 
 
 def format_table(metrics: dict[str, Any]) -> str:
@@ -245,11 +210,13 @@ def main(argv: list[str] | None = None) -> int:
                              "cases with their COLREGs checks)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                         help="planners and baselines: simulation precision")
-    parser.add_argument("--seed", type=_seed, default=PLANNER_EVAL_SEED,
-                        help="planners: noise seed of the evaluation")
+    parser.add_argument("--seed", type=_seed, default=ORIGINAL_SEED,
+                        help="planners and baselines: noise seed of the evaluation (default "
+                             "253, the original's; a run: its own)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--max-steps", type=_at_least(1), default=1001,
-                        help="step cap of an episode (default 1001, the original's)")
+    parser.add_argument("--max-steps", type=_at_least(1), default=None,
+                        help="step cap of an episode (default: a run's evaluation.max_steps, "
+                             "1001 for planners and baselines, the original's)")
     parser.add_argument("--out", help="write the metrics as JSON here")
     parser.add_argument("--pictures", type=_at_least(0), default=0,
                         help="render the first N episodes")
@@ -263,25 +230,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario and args.scenarios:
         parser.error("give --scenario or --scenarios, not both")
     _check_before_work(parser, args)
-    policy = None
     try:
         if args.planner:
-            metrics = _evaluate_planner_file(args)
-            chosen = _scenarios(args, None)
+            policy = planner_policy(
+                args.planner, args.agent_type, sac_action=args.sac_action, taus=args.iqn_taus,
+                cvar=1.0 if args.cvar is None else args.cvar,
+            )  # fmt: skip
+            chosen = _chosen_set(args, None)
+            metrics = evaluate_planner(policy, chosen)
+            metrics["planner"] = {"file": str(args.planner), "agent": policy.agent_type,
+                                  "sac_action": args.sac_action, "iqn_taus": args.iqn_taus,
+                                  "cvar": args.cvar}  # fmt: skip
         elif args.baseline:
-            policy, metrics = _evaluate_baseline(args)
-            chosen = _scenarios(args, None)
-            scenarios = chosen.scenarios
+            options = {} if args.planning_period is None else {
+                "planning_period": args.planning_period}  # fmt: skip
+            policy = baseline_policy(args.baseline, args.variant, **options)
+            chosen = _chosen_set(args, None)
+            metrics = evaluate_baseline(policy, chosen)
+            metrics["baseline"] = {"name": args.baseline, "variant": args.variant,
+                                   "planning_period": policy.planning_period}  # fmt: skip
         else:
             agent, config = load_agent(args.run_dir, args.device)
             if args.cvar is not None:
                 act_at_cvar(agent, args.cvar)
-            chosen = _scenarios(args, config)
-            scenarios = chosen.scenarios
-            metrics = evaluate_agent(
-                agent, config, scenarios, args.device, args.max_steps, chosen.per_stage,
-                chosen.layout,
-            )
+            chosen = _chosen_set(args, config)
+            metrics = evaluate_agent(agent, chosen, args.device)
             if args.cvar is not None:
                 metrics["cvar"] = args.cvar
     except (FileNotFoundError, ValueError, PlannerLoadError) as error:
@@ -290,83 +263,51 @@ def main(argv: list[str] | None = None) -> int:
     print(f"marinenav: evaluated on {chosen.label}", file=sys.stderr)
     print(format_table(metrics))
     if "encounters" in metrics:
-        labels = chosen.layout.episode_labels(chosen.scenarios) if chosen.layout else [
-            f"episode {k}" for k in range(len(chosen.scenarios))
-        ]
         print()
-        print(format_encounters(metrics["encounters"], metrics["episodes"]["success"], labels))
+        print(format_encounters(metrics["encounters"], metrics["episodes"]["success"],
+                                chosen.episode_labels()))  # fmt: skip
     if args.out:
         try:
             write_text(args.out, json.dumps(metrics, indent=1))
         except FileWriteError as error:  # checked writable at the start; the disk filled since
             print(f"error: {error} (the metrics above were not saved)", file=sys.stderr)
             return 1
-    if args.pictures and (args.run_dir or policy is not None):
+    if args.pictures and not args.planner:
         from marinenav.viz import record_episode, save_animation, save_frames
 
-        if policy is not None:
-            agent, config = policy, planner_config(args.dtype, args.seed)
         target = _pictures_dir(args)
-        for k, scenario in enumerate(scenarios[: args.pictures]):
-            recording = record_episode(
-                agent, scenario, args.max_steps, args.device,
-                **evaluation_setup(config, scenarios),
-            )  # fmt: skip
+        for k in range(min(args.pictures, len(chosen))):
+            recording = record_episode(agent if args.run_dir else policy, chosen, k, args.device)
             frames = save_frames(recording, target / f"episode_{k:03d}")
             gif = save_animation(recording, target / f"episode_{k:03d}.gif")
             print(f"episode {k}: {len(frames)} frames in {frames[0].parent}, animation {gif}")
     return 0
 
 
-def stage_size(config: dict[str, Any], scenarios: list) -> int:
-    """Episodes per stage of a run's own evaluation set (its layout's stages, equal sizes)."""
-    return len(scenarios) // layout_of(config).num_stages
-
-
-class ChosenSet(NamedTuple):
-    """The scenarios an evaluation runs, their episodes per stage (None: no stages), the
-    layout whose rules apply (None: the paper's) and what they are, in words (the line the
-    command prints before it evaluates)."""
-
-    scenarios: list[dict]
-    per_stage: int | None
-    layout: ScenarioLayout | None
-    label: str
-
-
-def _named(name: str, layout: ScenarioLayout, whose: str) -> ChosenSet:
-    """The named set ``name`` of ``layout`` (``whose``: how the label calls the layout)."""
-    scenarios = named_scenarios(name, layout=layout)
-    per_stage = len(scenarios) // layout.num_stages
-    fixed = EVALUATION_SETS.get(name, (None,))[0] not in (None, per_stage)
-    label = (f"{layout.name}'s fixed evaluation set ({len(scenarios)} episodes; the named set "
-             f"{name!r} does not apply to it)" if fixed
-             else f"the {name} set of {whose} ({len(scenarios)} episodes)")  # fmt: skip
-    return ChosenSet(scenarios, per_stage, layout, label)
-
-
-def _scenarios(args: argparse.Namespace, config: dict[str, Any] | None) -> ChosenSet:
-    """The scenario set the arguments name: for a run, its own evaluation set by default and,
-    with ``--set``, that named set of the run's own layout (its options; for the random
-    layout, of the paper's curriculum, the sets every agent is compared on)."""
+def _chosen_set(args: argparse.Namespace, config: dict[str, Any] | None) -> EvaluationSet:
+    """The evaluation set the arguments name, in the run's conditions (``config``, a run's) or
+    the original's with ``--dtype``, ``--seed`` (planners and baselines), and ``--max-steps``:
+    scenario files; a layout's named set (``--scenario``, default paper); for a run, its own
+    set by default and, with ``--set``, that named set of the run's own layout (its options;
+    for the random layout, of the paper's curriculum, the sets every agent is compared on);
+    for a planner or a baseline, a named set of the random scenarios (default paper)."""
+    if config is not None:
+        conditions = run_conditions(config)
+    else:
+        conditions = {"dtype": dtype_named(args.dtype), "noise_seed": args.seed}
+    if args.max_steps is not None:
+        conditions["max_steps"] = args.max_steps
     if args.scenarios:
-        scenarios = [s for path in args.scenarios for s in load_scenario_file(path)]
-        return ChosenSet(scenarios, None, None, f"{len(scenarios)} episodes of scenario files")
+        return EvaluationSet.of_files(args.scenarios, **conditions)
     if args.scenario:
         layout = make_layout(args.scenario)
-        return _named(args.set or "paper", layout, f"the {layout.name} layout (default options)")
-    own = layout_of(config) if config is not None else None
-    if own is not None and not isinstance(own, RandomLayout):
-        if args.set:
-            return _named(args.set, own, f"the run's layout, {own.name}")
-    elif args.set or config is None:
-        scenarios = named_scenarios(args.set or "paper")
-        per_stage = len(scenarios) // DEFAULT_TRAINING_SCHEDULE.num_stages
-        label = f"the {args.set or 'paper'} set of the random layout ({len(scenarios)} episodes)"
-        return ChosenSet(scenarios, per_stage, None, label)
-    scenarios = load_scenario_file(Path(args.run_dir) / "eval_configs.json")
-    label = f"the run's own evaluation set ({own.name}, {len(scenarios)} episodes)"
-    return ChosenSet(scenarios, stage_size(config, scenarios), own, label)
+        return EvaluationSet.named(args.set or "paper", layout,
+                                   whose=f"the {layout.name} layout (default options)",
+                                   **conditions)  # fmt: skip
+    if config is None:
+        return EvaluationSet.named(args.set or "paper", **conditions)
+    chosen = run_evaluation_set(args.run_dir, config, args.set)
+    return chosen if args.max_steps is None else chosen.replace(max_steps=args.max_steps)
 
 
 def _at_least(low: int):
@@ -416,35 +357,6 @@ def _check_before_work(parser: argparse.ArgumentParser, args: argparse.Namespace
             check_writable(_pictures_dir(args) / "episode_000.gif", "--pictures-dir")
     except ValueError as error:
         parser.error(str(error))
-
-
-def _evaluate_planner_file(args: argparse.Namespace) -> dict[str, Any]:
-    policy = planner_policy(
-        args.planner, args.agent_type, sac_action=args.sac_action, taus=args.iqn_taus,
-        cvar=1.0 if args.cvar is None else args.cvar,
-    )
-    chosen = _scenarios(args, None)
-    metrics = evaluate_planner(
-        policy, chosen.scenarios, chosen.per_stage, args.dtype, args.seed, args.max_steps,
-        layout=chosen.layout,
-    )
-    metrics["planner"] = {"file": str(args.planner), "agent": policy.agent_type,
-                          "sac_action": args.sac_action, "iqn_taus": args.iqn_taus,
-                          "cvar": args.cvar}  # fmt: skip
-    return metrics
-
-
-def _evaluate_baseline(args: argparse.Namespace) -> tuple[BaselinePolicy, dict[str, Any]]:
-    options = {} if args.planning_period is None else {"planning_period": args.planning_period}
-    policy = baseline_policy(args.baseline, args.variant, **options)
-    chosen = _scenarios(args, None)
-    metrics = evaluate_baseline(
-        policy, chosen.scenarios, chosen.per_stage, args.dtype, args.seed, args.max_steps,
-        chosen.layout,
-    )
-    metrics["baseline"] = {"name": args.baseline, "variant": args.variant,
-                           "planning_period": policy.planning_period}  # fmt: skip
-    return policy, metrics
 
 
 if __name__ == "__main__":

@@ -19,12 +19,12 @@ def one_cpu_thread():
 @pytest.fixture(scope="session")
 def exports(tmp_path_factory):
     """``exports(name, fmt)``: the path of ``make_agent(name, seed=EXPORT_SEED)`` exported in
-    ``fmt`` (``marinenav.planner_convention.FORMATS``), written once per session (a ``.pt2``
+    ``fmt`` (``marinenav.planner.convention.FORMATS``), written once per session (a ``.pt2``
     package is compiled once). Skips ``pt2`` where no C++ compiler is found and ``onnx``
     without the ``onnx`` package."""
     from marinenav.agents import make_agent
-    from marinenav.export import EXPORTERS
-    from marinenav.planner_convention import export_file_name
+    from marinenav.planner.convention import export_file_name
+    from marinenav.planner.export import EXPORTERS
     from tests.export_utils import EXPORT_SEED
 
     directory = tmp_path_factory.mktemp("exports")

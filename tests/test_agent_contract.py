@@ -21,15 +21,15 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import AGENT_NAMES, agent_class, make_agent
 from marinenav.agents.base import Agent, AgentConfig, ReplayOptions
-from marinenav.export import export_torchscript
 from marinenav.planner import PlannerPolicy, load_planner
-from marinenav.planner_convention import (
+from marinenav.planner.convention import (
     EXTRA_INPUT_EXAMPLES,
     agent_type_name,
     input_names,
     planner_file_name,
     rule_options,
 )
+from marinenav.planner.export import export_torchscript
 from marinenav.training.learners import LEARNERS
 from marinenav.training.trainer import Trainer
 from tests.agent_utils import planner_observation, robot_observations

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from marinenav.evaluate import main as evaluate_main
-from marinenav.export import main as export_main
 from marinenav.files import FileWriteError
+from marinenav.planner.export import main as export_main
 from marinenav.training import checkpoint
 from marinenav.training.checkpoint import CheckpointError, load_agent, write_checkpoint
 from marinenav.training.trainer import Trainer

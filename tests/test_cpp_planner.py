@@ -34,13 +34,13 @@ import pytest
 import torch
 
 from marinenav.agents import AGENT_NAMES, agent_class, make_agent
-from marinenav.export import export_torchscript
 from marinenav.planner import PlannerPolicy, load_planner
-from marinenav.planner_convention import (
+from marinenav.planner.convention import (
     EXPORT_NUM_TAU,
     planner_action,
     rule_options,
 )
+from marinenav.planner.export import export_torchscript
 from marinenav.sim.constants import ROBOT_DEFAULTS
 from tests.agent_utils import planner_observation
 from tests.export_utils import pt2_agents

@@ -208,7 +208,8 @@ def help_programs() -> list[tuple[str, ...]]:
     )  # fmt: skip
     programs = {program_of(c) for _, c in COMMANDS if not PLACEHOLDER.search(c)} - {None}
     programs |= {(str(p.relative_to(ROOT)),) for p in (ROOT / "benchmarks").glob("*.py")}
-    programs |= {("-m", "marinenav.evaluate"), ("-m", "marinenav.export")}
+    programs |= {("-m", "marinenav.evaluate"), ("-m", "marinenav.export"),
+                 ("-m", "marinenav.planner.export")}
     programs |= {("-m", "marinenav.viz", name) for name in subcommands}
     return sorted(programs)
 

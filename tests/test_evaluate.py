@@ -22,15 +22,63 @@ def run_dir(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def named_run_dir(tmp_path_factory) -> Path:
+    """A tiny run that validated on the named paper set: 60 episodes of the paper's curriculum
+    although it trains on one stage, noise seeded with the set's 253 although ``evaluation.seed``
+    says 7, 12 steps each (the tiny config's step cap)."""
+    path = tmp_path_factory.mktemp("named_run")
+    Trainer(tiny_config("agent=dqn", "evaluation.set=paper", "evaluation.seed=7"), path).train()
+    return path
+
+
+def last_evaluation(run_dir: Path) -> dict:
+    return json.loads((run_dir / "evaluations.jsonl").read_text().splitlines()[-1])
+
+
+def assert_same_evaluation(metrics: dict, recorded: dict) -> None:
+    """Every episode's numbers and every logged aggregate are equal, not close."""
+    assert metrics["episodes"] == recorded["episodes"]
+    assert {k: v for k, v in metrics.items() if k.startswith("eval/")} == {
+        k: v for k, v in recorded.items() if k.startswith("eval/")
+    }
+
+
 def test_reproduces_the_trainers_last_evaluation(run_dir: Path) -> None:
-    last = json.loads((run_dir / "evaluations.jsonl").read_text().splitlines()[-1])
-    metrics, scenarios = evaluate_run(run_dir, max_steps=30)
-    assert len(scenarios) == 2
-    assert metrics["eval/success_rate"] == last["eval/success_rate"]
-    assert metrics["eval/return"] == pytest.approx(last["eval/return"], rel=1e-9)
-    assert metrics["episodes"]["return"] == pytest.approx(last["episodes"]["return"], rel=1e-9)
+    """``evaluate RUN_DIR`` runs the run's own set in the run's own conditions, its step cap of
+    30 included (it ran 1001 steps unless told): the run's last evaluation, episode for
+    episode."""
+    metrics, evaluation_set = evaluate_run(run_dir)
+    assert len(evaluation_set) == 2 and evaluation_set.max_steps == 30
+    assert evaluation_set.label == "the run's own evaluation set (random, 2 episodes)"
+    assert_same_evaluation(metrics, last_evaluation(run_dir))
     table = format_table(metrics)
     assert "success_rate" in table and "| episodes | 2 |" in table
+
+
+def test_reproduces_a_run_that_validated_on_a_named_set(
+    named_run_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """``evaluate RUN_DIR --set paper`` of a run that validated on the paper set draws the set
+    the run drew, in the run's conditions and with the noise seed the run used (the set's 253;
+    it read evaluation.seed, 7, and drew the paper curriculum's 60 episodes where the trainer
+    drew its own curriculum's 10): the run's last evaluation, episode for episode, as
+    ``evaluate RUN_DIR`` gives it from the recorded set."""
+    last = last_evaluation(named_run_dir)
+    assert len(last["episodes"]["success"]) == 60
+    named, named_set = evaluate_run(named_run_dir, "paper")
+    own, own_set = evaluate_run(named_run_dir)
+    assert named_set.scenarios == own_set.scenarios
+    for chosen in (named_set, own_set):
+        assert (chosen.noise_seed, chosen.max_steps, chosen.episodes_per_stage) == (253, 12, 10)
+    assert_same_evaluation(named, last)
+    assert_same_evaluation(own, last)
+    out = tmp_path / "paper.json"
+    assert main([str(named_run_dir), "--set", "paper", "--out", str(out)]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "marinenav: evaluated on the paper set of the random layout (60 episodes)"
+    )
+    assert_same_evaluation(json.loads(out.read_text()), last)
 
 
 def test_scenario_files_in_the_original_layout(run_dir: Path, tmp_path: Path) -> None:
@@ -39,12 +87,13 @@ def test_scenario_files_in_the_original_layout(run_dir: Path, tmp_path: Path) ->
     single.write_text(json.dumps(scenarios[1]))  # one episode dict
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps(scenarios))  # an eval_configs.json list
-    metrics, used = evaluate_run(run_dir, [single, listed], max_steps=30)
+    metrics, used = evaluate_run(run_dir, scenario_files=[single, listed])
     assert len(used) == 3 and len(metrics["episodes"]["success"]) == 3
-    assert used[0] == scenarios[1] and used[1:] == scenarios
+    assert used.scenarios[0] == scenarios[1] and list(used.scenarios[1:]) == scenarios
+    assert used.episodes_per_stage is None and used.max_steps == 30  # the run's step cap
     # the list file is the run's own set: the same episodes, the same numbers
-    from_file, _ = evaluate_run(run_dir, [listed], max_steps=30)
-    whole, _ = evaluate_run(run_dir, max_steps=30)
+    from_file, _ = evaluate_run(run_dir, scenario_files=[listed])
+    whole, _ = evaluate_run(run_dir)
     assert from_file["episodes"] == whole["episodes"]
 
 
@@ -165,3 +214,45 @@ def test_a_torn_evaluation_set_is_one_line_naming_the_file(
         f"error: {copy / 'eval_configs.json'}: not a JSON scenario file (Expecting value: line 1 "
         "column 10 (char 9))"
     )
+
+
+def test_an_evaluation_set_is_one_value_built_three_ways(tmp_path: Path) -> None:
+    """A named set is one set whoever asks (of the random layout, the paper curriculum's
+    whatever a layout's own curriculum), in the original's conditions unless given others; an
+    episode alone keeps its set's conditions; scenario files have no stages; a set that cannot
+    run is refused when it is made."""
+    import torch
+
+    from marinenav.scenarios import RandomLayout, make_layout
+    from marinenav.sim.curriculum import CurriculumSchedule
+    from marinenav.sim.scenario import Slots
+    from marinenav.training.evaluation import EvaluationSet, named_scenarios
+
+    paper = EvaluationSet.named("paper")
+    assert (len(paper), paper.episodes_per_stage, paper.slots) == (60, 10, Slots(5, 4, 0))
+    assert (paper.dtype, paper.noise_seed, paper.max_steps) == (torch.float64, 253, 1001)
+    assert paper.scenarios == tuple(named_scenarios("paper"))
+    one_stage = RandomLayout(schedule=CurriculumSchedule(
+        timesteps=[0], num_robots=[2], num_cores=[0], num_obstacles=[0], min_start_goal_dis=[30.0]
+    ))  # fmt: skip
+    assert EvaluationSet.named("paper", one_stage).scenarios == paper.scenarios
+    imazu = EvaluationSet.named("large", make_layout("imazu"))
+    assert len(imazu) == 22 and imazu.label == (
+        "imazu's fixed evaluation set (22 episodes; the named set 'large' does not apply to it)")
+    with pytest.raises(ValueError, match="is of the random scenarios, not of 'harbour'"):
+        EvaluationSet.named("currents4", make_layout("harbour"))
+    last = paper.episode(-1)
+    assert last.scenarios == paper.scenarios[-1:] and last.slots == paper.slots
+    assert last.episodes_per_stage is None and last.noise_seed == 253
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(list(paper.scenarios[:2])))
+    files = EvaluationSet.of_files([path], noise_seed=5, max_steps=40)
+    assert files.scenarios == paper.scenarios[:2] and files.label == "2 episodes of scenario files"
+    assert (files.episodes_per_stage, files.layout, files.noise_seed) == (None, None, 5)
+    first = paper.scenarios[:1]  # stage 0: 3 robots, no obstacles
+    assert EvaluationSet(first, slots=(1, 0, 0)).slots == Slots(3, 0, 0)  # grown to fit
+    for bad, message in (({"scenarios": ()}, "no scenarios"),
+                         ({"max_steps": 0}, "max_steps must be at least 1, got 0"),
+                         ({"noise_seed": -1}, "the noise seed must be an integer")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            EvaluationSet(**{"scenarios": first, **bad})

@@ -22,16 +22,7 @@ from tensordict import TensorDict
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import AGENT_NAMES, Agent, agent_class, make_agent
-from marinenav.elementary_atan import atan_elementary
-from marinenav.export import (
-    export_metadata,
-    export_onnx,
-    export_torchscript,
-    main,
-    metadata,
-    write_in_place,
-)
-from marinenav.planner_convention import (
+from marinenav.planner.convention import (
     EXTRA_INPUT_EXAMPLES,
     export_file_name,
     input_names,
@@ -39,6 +30,15 @@ from marinenav.planner_convention import (
     planner_file_name,
     planner_inputs,
     rule_options,
+)
+from marinenav.planner.elementary_atan import atan_elementary
+from marinenav.planner.export import (
+    export_metadata,
+    export_onnx,
+    export_torchscript,
+    main,
+    metadata,
+    write_in_place,
 )
 from tests.export_utils import EXPORT_SEED, pt2_agents
 

@@ -39,6 +39,55 @@ def test_no_module_redefines_the_vocabulary() -> None:
     assert copies == []
 
 
+# string literals equal to a field name of keys.py that name something else (module ->
+# literals): the planner file's input and output names (the C++ node's), TorchRL's default
+# action key of a foreign environment, Gymnasium's info dict, metric names of a report
+OTHER_MEANINGS = {
+    "planner/convention.py": {"self_state"},  # the exported file's first input
+    "agents/ac_iqn.py": {"action"},  # export_outputs: the exported file's output
+    "agents/ddpg.py": {"action"},
+    "agents/td3.py": {"action"},
+    "policy/action_space.py": {"action"},  # TorchRL's key of an unnamed leaf spec
+    "envs/gym_adapter.py": {"active", "reward_terms"},  # Gymnasium's info dict
+    "training/trainer.py": {"reward_terms", "failures"},  # the logged sums of a run
+    "training/evaluation.py": {"energy"},  # a per-episode metric
+    "viz/curves.py": {"energy"},  # the eval/ metric
+}
+
+
+def _string_literals(path: Path) -> set[str]:
+    """The one-line string literals of a module's code (not its docstrings or comments)."""
+    import io
+    import tokenize
+
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return {t.string[1:-1] for t in tokens
+            if t.type == tokenize.STRING and t.string[:1] in "'\"" and t.start[0] == t.end[0]}
+
+
+def test_the_tensordict_fields_are_named_in_keys_py_only() -> None:
+    """The group, the robot's fields and their nested keys are spelt once, in keys.py: no other
+    module writes ``"agents"`` or a field name as a string (the simulator's dicts, keyed by its
+    dataclasses' field names, aside), so a policy, the evaluator, the learners and the
+    environment cannot drift apart, and no name has a second meaning (``OTHER_MEANINGS``)."""
+    import marinenav.keys as keys
+
+    fields = {value for name, value in vars(keys).items() if name.isupper() and
+              isinstance(value, str) and name not in ("DTYPES",)}  # fmt: skip
+    assert {"agents", "self_state", "action", "reward", "done", "active"} <= fields
+    assert keys.POLICY_IN_KEYS == tuple((keys.GROUP, f) for f in keys.OBSERVATION_KEYS)
+    assert keys.ACTION_KEY == (keys.GROUP, keys.ACTION)
+    spelt = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        if module == "keys.py" or module.startswith("sim/"):
+            continue
+        found = (_string_literals(path) & fields) - OTHER_MEANINGS.get(module, set())
+        if found:
+            spelt[module] = sorted(found)
+    assert spelt == {}
+
+
 def test_dtype_names() -> None:
     assert dtype_named("float64") is torch.float64 and set(DTYPES) == {"float32", "float64"}
     expected = r"dtype must be one of \['float32', 'float64'\], got 'half'"
@@ -212,7 +261,7 @@ def _anchor(heading: str) -> str:
 def test_exported_files_name_their_calling_convention_by_a_doc_section() -> None:
     """The ``spec`` record of an exported planner file is ``docs/<page>.md#<anchor>``, a
     section of the docs that describes the C++ node's call."""
-    from marinenav.export import metadata
+    from marinenav.planner.export import metadata
     from marinenav.training.factory import build_agent
     from tests.run_utils import tiny_config
 
@@ -280,3 +329,23 @@ def test_a_run_builds_its_agent_in_the_factory_and_reads_it_back_the_same(tmp_pa
     assert config["seed"] == 3 and loaded.config.seed == 3 + AGENT_SEED_OFFSET
     for mine, theirs in zip(trainer.agent.parameters(), loaded.parameters(), strict=True):
         assert torch.equal(mine, theirs)
+
+
+def test_the_old_planner_paths_are_the_planner_packages_own_modules() -> None:
+    """The planner files' modules live in ``marinenav/planner/``; their old top-level paths
+    (docs/migrating.md, "Old module paths") import as those very modules, so an old import, a
+    patch of an attribute and ``python -m marinenav.export`` reach the same code."""
+    import importlib
+
+    import marinenav.planner as package
+    from marinenav.planner import load
+
+    moved = {"marinenav.export": "marinenav.planner.export",
+             "marinenav.planner_convention": "marinenav.planner.convention",
+             "marinenav.elementary_atan": "marinenav.planner.elementary_atan"}  # fmt: skip
+    for old, new in moved.items():
+        assert importlib.import_module(old) is importlib.import_module(new)
+    assert {"planner_policy", "PlannerPolicy", "PlannerLoadError", "load_planner"} <= set(
+        package.__all__
+    )
+    assert all(getattr(package, name) is getattr(load, name) for name in package.__all__)

@@ -22,10 +22,10 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import AGENT_NAMES, agent_class, make_agent
 from marinenav.evaluate import evaluate_planner, main
-from marinenav.export import export_torchscript
 from marinenav.planner import PlannerLoadError, PlannerPolicy, load_planner, planner_policy
-from marinenav.planner_convention import example_inputs, input_names, planner_file_name
-from marinenav.training.evaluation import named_scenarios
+from marinenav.planner.convention import example_inputs, input_names, planner_file_name
+from marinenav.planner.export import export_torchscript
+from marinenav.training.evaluation import EvaluationSet, named_scenarios
 from tests.agent_utils import planner_observation
 from tests.export_utils import pt2_agents
 
@@ -57,7 +57,8 @@ def test_original_planners_match_the_sequential_loop(model_type: str, scenarios)
         PRETRAINED / f"traced_{model_type}_model.pt", sac_action="mean", taus="midpoints"
     )
     assert policy.agent_type == model_type.lower()  # told by the original's file name
-    metrics = evaluate_planner(policy, scenarios, RECORDED["episodes_per_stage"])
+    recorded = EvaluationSet(scenarios, episodes_per_stage=RECORDED["episodes_per_stage"])
+    metrics = evaluate_planner(policy, recorded)
     expected = RECORDED["planners"][model_type]
     got = metrics["episodes"]
     assert got["success"] == [e["success"] for e in expected]
@@ -83,10 +84,10 @@ def test_original_planners_match_the_sequential_loop(model_type: str, scenarios)
 def test_compaction_leaves_results_unchanged(model_type: str) -> None:
     """With noise on: running the policy only on the rows still acting gives the same episodes
     as running it on every slot until the slowest episode ends."""
-    scenarios = named_scenarios("paper")[::10]  # one episode per stage
+    one_per_stage = EvaluationSet(named_scenarios("paper")[::10], episodes_per_stage=1)
     path = PRETRAINED / f"traced_{model_type}_model.pt"
-    compact = evaluate_planner(planner_policy(path), scenarios, 1, compact=True)
-    full = evaluate_planner(planner_policy(path), scenarios, 1, compact=False)
+    compact = evaluate_planner(planner_policy(path), one_per_stage, compact=True)
+    full = evaluate_planner(planner_policy(path), one_per_stage, compact=False)
     assert compact["episodes"]["success"] == full["episodes"]["success"]
     torch.testing.assert_close(
         torch.tensor(compact["episodes"]["return"]), torch.tensor(full["episodes"]["return"]),
@@ -393,7 +394,7 @@ def test_onnx_files_without_a_record_or_a_dynamic_batch(tmp_path: Path, exports)
     with pytest.raises(PlannerLoadError, match="record says sac"):
         load_planner(exports("sac", "onnx"), "mappo")
 
-    from marinenav.export import FlatInputs, export_module
+    from marinenav.planner.export import FlatInputs, export_module
 
     fixed = tmp_path / "fixed.onnx"
     agent = make_agent("dqn", seed=0)

@@ -13,7 +13,7 @@ import torch
 from omegaconf import open_dict
 
 from marinenav.agents import agent_class
-from marinenav.export import main as export_main
+from marinenav.planner.export import main as export_main
 from marinenav.training.checkpoint import load_agent, load_checkpoint
 from marinenav.training.config import run_intervals
 from marinenav.training.trainer import Trainer

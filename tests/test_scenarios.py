@@ -327,17 +327,17 @@ def test_a_one_stage_layout_validates_on_100_episodes_and_the_random_layout_on_i
     """The harbour (one stage) validated on the curriculum's 10 episodes, so its best
     checkpoint was chance; 100 give a binomial standard error of at most 0.05. The random
     layout's set (6 stages x 10, seed 253) is unchanged."""
-    from marinenav.training.config import evaluation_layout
+    from marinenav.training.evaluation import EvaluationSet, run_conditions
     from tests.run_utils import compose_config
 
     harbour = compose_config("scenario=harbour")
-    per_stage, seed = evaluation_layout(harbour)
-    assert per_stage * layout_of(harbour).num_stages == 100 and seed == 253
+    assert EvaluationSet.size_of_run(harbour) == 100 and layout_of(harbour).num_stages == 1
+    assert run_conditions(harbour)["noise_seed"] == 253
     assert math.sqrt(0.25 / 100) == 0.05  # the worst case, a success rate of 0.5
     for recipe in ("fast", "paper"):
         random = compose_config(f"recipe={recipe}")
-        assert evaluation_layout(random) == (10, 253)
-        assert layout_of(random).num_stages == 6
+        assert EvaluationSet.size_of_run(random) == 60 and layout_of(random).num_stages == 6
+        assert run_conditions(random)["noise_seed"] == 253
 
 
 def test_train_on_scenario_files(tmp_path: Path) -> None:

@@ -331,16 +331,20 @@ def test_optional_launchers(launcher: str, tmp_path: Path) -> None:
 
 
 def test_named_evaluation_set(tmp_path: Path) -> None:
-    """evaluation.set=paper evaluates on the original's 60 episodes (10 per stage, seed 253),
-    whatever curriculum.eval_episodes_per_stage says; an unknown name is refused at start-up."""
+    """evaluation.set=paper evaluates on the original's 60 episodes (10 per stage of the
+    paper's curriculum, seed 253) whatever the run's own curriculum (here one stage) and
+    curriculum.eval_episodes_per_stage say, with the set's seed as its noise seed whatever
+    evaluation.seed says, in the run's precision and step cap; an unknown name is refused at
+    start-up."""
     from marinenav.training.evaluation import named_scenarios
 
-    cfg = tiny_config("agent=dqn", "evaluation.set=paper", "curriculum=paper",
-                      "curriculum.num_robots=[3,4,5,5,5,5]")  # fmt: skip
+    cfg = tiny_config("agent=dqn", "evaluation.set=paper", "evaluation.seed=7")
     trainer = Trainer(cfg, tmp_path)
     written = json.loads((tmp_path / "eval_configs.json").read_text())
     assert written == named_scenarios("paper")
-    assert trainer.evaluator.episodes_per_stage == 10 and trainer.evaluator.seed == 253
+    evaluation_set = trainer.evaluator.evaluation_set
+    assert evaluation_set.episodes_per_stage == 10 and evaluation_set.noise_seed == 253
+    assert evaluation_set.dtype == torch.float32 and evaluation_set.max_steps == 12
     with pytest.raises(ValueError, match="evaluation.set='huge'"):
         Trainer(tiny_config("agent=dqn", "evaluation.set=huge"), tmp_path / "bad")
     assert not (tmp_path / "bad" / "checkpoint.pt").exists()

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from marinenav.training.checkpoint import load_agent
-from marinenav.training.evaluation import Evaluator
+from marinenav.training.evaluation import EvaluationSet, Evaluator
 from marinenav.training.trainer import Trainer
 from marinenav.viz import (
     aggregate,
@@ -49,35 +49,42 @@ def run_dir(tmp_path_factory) -> Path:
     return path
 
 
+def own_set(run_dir: Path, config: dict) -> EvaluationSet:
+    """The run's own evaluation set as it recorded it, in its conditions."""
+    recorded = json.loads((run_dir / "eval_configs.json").read_text())
+    return EvaluationSet.of_run(config, scenarios=recorded)
+
+
 @pytest.fixture(scope="module")
 def recording(run_dir: Path):
-    agent, _ = load_agent(run_dir)
-    scenario = json.loads((run_dir / "eval_configs.json").read_text())[0]
-    return record_episode(agent, scenario, max_steps=MAX_STEPS)
+    agent, config = load_agent(run_dir)
+    return record_episode(agent, own_set(run_dir, config), 0)
 
 
 def test_recorded_episode_matches_the_evaluation(run_dir: Path, recording) -> None:
     agent, config = load_agent(run_dir)
-    scenario = json.loads((run_dir / "eval_configs.json").read_text())[0]
-    T, R = recording.num_steps, scenario["env"]["num_robots"]
+    evaluation_set = own_set(run_dir, config)
+    assert evaluation_set.max_steps == MAX_STEPS and evaluation_set.dtype == torch.float32
+    scenario = evaluation_set.scenarios[0]
+    T, R = recording.num_steps, evaluation_set.slots.robots  # the set's slots, padding too
     assert 1 <= T <= MAX_STEPS
     assert recording.positions.shape == (T + 1, R, 2)
     assert recording.headings.shape == (T + 1, R) and recording.rewards.shape == (T, R)
-    np.testing.assert_allclose(recording.positions[0], scenario["robots"]["start"], atol=1e-5)
+    robots = scenario["env"]["num_robots"]
+    assert recording.present.tolist() == [True] * robots + [False] * (R - robots)
+    np.testing.assert_allclose(recording.positions[0, :robots], scenario["robots"]["start"],
+                               atol=1e-5)  # fmt: skip
     # it ended: time out, a collision, or no robot left navigating
     assert T == MAX_STEPS or recording.collided[-1].any() or not recording.active[-1].any()
-    # the evaluation of the same scenario with the same layout and seed saw the same episode
-    slots = (R, len(scenario["env"]["obstacles"]["positions"]),
-             len(scenario["env"]["cores"]["positions"]))  # fmt: skip
+    # the evaluation of the same episode alone, in the same conditions, saw the same episode
     gamma = config["agent"]["gamma"]
-    evaluator = Evaluator([scenario], agent.action_kind, gamma, MAX_STEPS, slots, "cpu",
-                          torch.float32, seed=253)  # fmt: skip
+    evaluator = Evaluator(evaluation_set.episode(0), agent.action_kind, gamma)
     evaluation = evaluator.run(agent.policy)["episodes"]
-    discounted = (recording.rewards * gamma ** np.arange(T)[:, None]).sum(0).mean()
+    discounted = (recording.rewards * gamma ** np.arange(T)[:, None]).sum(0)[:robots].mean()
     assert discounted == pytest.approx(evaluation["return"][0], rel=1e-12)
     assert recording.success == evaluation["success"][0]
     assert recording.step_time == pytest.approx(0.5)
-    again = record_episode(agent, scenario, max_steps=MAX_STEPS)  # deterministic policy
+    again = record_episode(agent, evaluation_set, 0)  # deterministic policy
     np.testing.assert_array_equal(again.positions, recording.positions)
 
 

@@ -52,6 +52,7 @@ from marinenav.agents.base import (
     make_adam,
 )
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
+from marinenav.keys import ACTION, OBJECTS, OBJECTS_MASK, REWARD, SELF_STATE
 from marinenav.policy.networks import DeterministicActor, QuantileCritic
 from marinenav.policy.selectors import DeterministicSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -123,26 +124,26 @@ class ACIQNLoss(LossModule):
     @staticmethod
     def _taus(batch: TensorDictBase, n: int) -> torch.Tensor:
         """Fresh ``tau ~ U(0, 1)`` ``[B, n]`` on the batch's device."""
-        reward = batch["next", "reward"]
+        reward = batch["next", REWARD]
         return torch.rand(batch.shape[0], n, device=reward.device, dtype=reward.dtype)
 
     def target_quantiles(self, batch: TensorDictBase, tau_next: torch.Tensor) -> torch.Tensor:
         """``T_j = r + gamma (1 - terminated) Z_target(s', mu_target(s'); tau'_j)`` ``[B, N']``
         (no gradient) at ``tau' [B, N']``."""
         nxt = batch["next"]
-        obs = (nxt["self_state"], nxt["objects"], nxt["objects_mask"])
+        obs = (nxt[SELF_STATE], nxt[OBJECTS], nxt[OBJECTS_MASK])
         with torch.no_grad():
             with self.target_actor_params.to_module(self.actor, preserve_module_state=False):
                 next_action = self.actor(*obs)  # [B, 2]
             with self.target_critic_params.to_module(self.critic, preserve_module_state=False):
                 quantiles = self.critic(*obs, next_action, tau_next)  # [B, N']
-            return nxt["reward"] + bootstrap_factor(batch, self.gamma) * quantiles
+            return nxt[REWARD] + bootstrap_factor(batch, self.gamma) * quantiles
 
     def predicted_quantiles(self, batch: TensorDictBase, tau: torch.Tensor) -> torch.Tensor:
         """Online ``Z(s, a; tau_i)`` at the stored action ``[B, N]`` for ``tau [B, N]``."""
         with self.critic_params.to_module(self.critic, preserve_module_state=False):
             return self.critic(
-                batch["self_state"], batch["objects"], batch["objects_mask"], batch["action"], tau
+                batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK], batch[ACTION], tau
             )
 
     def critic_loss(self, batch: TensorDictBase) -> torch.Tensor:
@@ -161,7 +162,7 @@ class ACIQNLoss(LossModule):
         tau = self._taus(batch, self.num_tau_actor)
         if self.cvar_alpha != 1.0:
             tau = tau * self.cvar_alpha
-        obs = (batch["self_state"], batch["objects"], batch["objects_mask"])
+        obs = (batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK])
         with self.actor_params.to_module(self.actor, preserve_module_state=False):
             action = self.actor(*obs)
         critic_params = self.critic_params.detach()

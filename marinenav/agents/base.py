@@ -80,7 +80,7 @@ from torchrl._utils import compile_with_warmup
 from torchrl.objectives import SoftUpdate
 from torchrl.objectives.utils import TargetNetUpdater
 
-from marinenav.keys import OBSERVATION_KEYS
+from marinenav.keys import ACTION, OBSERVATION_KEYS
 from marinenav.policy.networks import ACTION_DIM, QCritic
 from marinenav.policy.wrapper import PolicyWrapper
 from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
@@ -425,7 +425,7 @@ class StackedCritics:
         return [
             TensorDictModule(
                 QCritic(seed=config.seed + k, normalize=config.normalize_observations),
-                in_keys=[*OBSERVATION_KEYS, "action"],
+                in_keys=[*OBSERVATION_KEYS, ACTION],
                 out_keys=["state_action_value"],
             )
             for k in range(1, count + 1)
@@ -475,7 +475,7 @@ def check_batch(batch: TensorDictBase, action_kind: str) -> None:
         for full in (key, ("next", key)):
             if full not in batch.keys(include_nested=True):
                 raise ValueError(f"training batch is missing {full!r}")
-    action = batch.get("action")
+    action = batch.get(ACTION)
     if action_kind == "discrete" and (action.dtype != torch.int64 or action.dim() != 1):
         raise ValueError(f"discrete actions must be int64 [B], got {action.dtype} {action.shape}")
     if action_kind == "continuous" and (not action.is_floating_point() or action.shape[-1] != 2):

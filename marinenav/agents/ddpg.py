@@ -58,6 +58,7 @@ from marinenav.agents.base import (
     make_adam,
     with_steps_to_next_obs,
 )
+from marinenav.keys import ACTION
 from marinenav.policy.networks import DeterministicActor, QCritic
 from marinenav.policy.selectors import DeterministicSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -84,10 +85,10 @@ class DDPGAgent(Agent):
         self.actor = DeterministicActor(seed=cfg.seed, normalize=cfg.normalize_observations)
         self.critic = QCritic(seed=cfg.seed + 1, normalize=cfg.normalize_observations)
         actor_module = TensorDictModule(
-            self.actor, in_keys=list(OBSERVATION_KEYS), out_keys=["action"]
+            self.actor, in_keys=list(OBSERVATION_KEYS), out_keys=[ACTION]
         )
         critic_module = TensorDictModule(
-            self.critic, in_keys=[*OBSERVATION_KEYS, "action"], out_keys=["state_action_value"]
+            self.critic, in_keys=[*OBSERVATION_KEYS, ACTION], out_keys=["state_action_value"]
         )
         self.loss_module = DDPGLoss(
             actor_module, critic_module, loss_function="smooth_l1", delay_actor=True,

@@ -47,6 +47,7 @@ from marinenav.agents.base import (
     planner_output,
 )
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
+from marinenav.keys import ACTION, OBJECTS, OBJECTS_MASK, REWARD, SELF_STATE
 from marinenav.policy.networks import ImplicitQuantileNetwork
 from marinenav.policy.selectors import QuantileSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -136,9 +137,9 @@ class IQNLoss(LossModule):
         """Online ``Z(s, a; tau_i)`` at the taken action: ``tau [B, N]`` -> ``[B, N]``."""
         with self.network_params.to_module(self.network, preserve_module_state=False):
             quantiles = self.network(
-                batch["self_state"], batch["objects"], batch["objects_mask"], tau
+                batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK], tau
             )  # [B, N, 25]
-        action = batch["action"].view(-1, 1, 1).expand(-1, tau.shape[-1], 1)
+        action = batch[ACTION].view(-1, 1, 1).expand(-1, tau.shape[-1], 1)
         return quantiles.gather(-1, action).squeeze(-1)
 
     def target_quantiles(self, batch: TensorDictBase, tau_next: torch.Tensor) -> torch.Tensor:
@@ -150,12 +151,12 @@ class IQNLoss(LossModule):
             self.target_network_params.to_module(self.network, preserve_module_state=False),
         ):
             quantiles = self.network(
-                nxt["self_state"], nxt["objects"], nxt["objects_mask"], tau_next
+                nxt[SELF_STATE], nxt[OBJECTS], nxt[OBJECTS_MASK], tau_next
             )  # [B, N', 25]
-        return iqn_target(quantiles, nxt["reward"], bootstrap_factor(batch, self.gamma))
+        return iqn_target(quantiles, nxt[REWARD], bootstrap_factor(batch, self.gamma))
 
     def forward(self, batch: TensorDictBase) -> TensorDict:
-        reward = batch["next", "reward"]
+        reward = batch["next", REWARD]
         shape, options = (batch.shape[0],), {"device": reward.device, "dtype": reward.dtype}
         tau = torch.rand(*shape, self.num_tau_train, **options)
         tau_next = torch.rand(*shape, self.num_tau_target, **options)

@@ -64,8 +64,15 @@ from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
 from marinenav.agents.base import Agent, AgentConfig, PlannerCall, check_options, make_adam
-from marinenav.keys import GROUP
-from marinenav.keys import OBSERVATION_KEYS as OBSERVATION_FIELDS
+from marinenav.keys import (
+    ACTION_KEY,
+    ACTIVE_KEY,
+    DONE_KEY,
+    GROUP,
+    POLICY_IN_KEYS,
+    REWARD_KEY,
+    TERMINATED_KEY,
+)
 from marinenav.policy.networks import (
     ACTION_DIM,
     FEATURES,
@@ -78,9 +85,6 @@ from marinenav.policy.networks import (
 )
 from marinenav.policy.wrapper import PolicyWrapper, marinenav_action_spec
 
-OBSERVATION_KEYS: tuple[NestedKey, ...] = tuple((GROUP, field) for field in OBSERVATION_FIELDS)
-ACTIVE_KEY: NestedKey = (GROUP, "active")  # the robot acts in this state: its step is data
-ACTION_KEY: NestedKey = (GROUP, "action")  # executed action in (-1, 1)^2
 LATENT_KEY: NestedKey = (GROUP, "latent_action")  # pre-squash Gaussian sample z
 LOG_PROB_KEY: NestedKey = (GROUP, "action_log_prob")  # log N(z; mu, sigma) when acting
 LOC_KEY: NestedKey = (GROUP, "loc")
@@ -88,12 +92,9 @@ SCALE_KEY: NestedKey = (GROUP, "scale")
 VALUE_KEY: NestedKey = (GROUP, "state_value")
 ADVANTAGE_KEY: NestedKey = (GROUP, "advantage")
 VALUE_TARGET_KEY: NestedKey = (GROUP, "value_target")
-REWARD_KEY: NestedKey = (GROUP, "reward")
-DONE_KEY: NestedKey = (GROUP, "done")
-TERMINATED_KEY: NestedKey = (GROUP, "terminated")
 # what one PPO minibatch row holds (an environment at one step, all robot slots)
 UPDATE_KEYS: tuple[NestedKey, ...] = (
-    *OBSERVATION_KEYS, ACTIVE_KEY, LATENT_KEY, LOG_PROB_KEY, ADVANTAGE_KEY, VALUE_TARGET_KEY,
+    *POLICY_IN_KEYS, ACTIVE_KEY, LATENT_KEY, LOG_PROB_KEY, ADVANTAGE_KEY, VALUE_TARGET_KEY,
 )  # fmt: skip
 _HALF_LOG_2PI_E = 0.5 * (1.0 + math.log(2.0 * math.pi))
 POLICY_HEAD_INIT_SCALE = 0.01  # the mean head starts near zero: first actions ~ N(0, sigma)
@@ -301,12 +302,12 @@ class PPOAgent(Agent):
         self.actor = GaussianPPOActor(cfg.seed, normalize, cfg.initial_log_std)
         if self.centralised:
             self.critic: nn.Module = CentralisedCritic(cfg.seed + 1, normalize)
-            critic_in_keys = [*OBSERVATION_KEYS, ACTIVE_KEY]
+            critic_in_keys = [*POLICY_IN_KEYS, ACTIVE_KEY]
         else:
             self.critic = IndependentCritic(cfg.seed + 1, normalize)
-            critic_in_keys = list(OBSERVATION_KEYS)
+            critic_in_keys = list(POLICY_IN_KEYS)
         loc_scale = TensorDictModule(
-            LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=[LOC_KEY, SCALE_KEY]
+            LocScale(self.actor), in_keys=list(POLICY_IN_KEYS), out_keys=[LOC_KEY, SCALE_KEY]
         )
         self.actor_module = ProbabilisticActor(
             loc_scale,

@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
+from marinenav.keys import REWARD, TERMINATED
+
 
 def quantile_huber_loss(
     pred: torch.Tensor, target: torch.Tensor, tau: torch.Tensor, kappa: float = 1.0
@@ -52,8 +54,8 @@ def batch_mean(per_sample: torch.Tensor, batch: TensorDictBase) -> torch.Tensor:
 def bootstrap_factor(batch: TensorDictBase, gamma: float) -> torch.Tensor:
     """``discount (1 - terminated)`` as ``[B, 1]``: ``discount`` is ``batch["discount"]`` when
     present (n-step returns), otherwise ``gamma``. Truncated transitions bootstrap."""
-    terminated = batch.get(("next", "terminated"))
-    not_terminal = (~terminated.bool()).to(batch.get(("next", "reward")).dtype)
+    terminated = batch.get(("next", TERMINATED))
+    not_terminal = (~terminated.bool()).to(batch.get(("next", REWARD)).dtype)
     discount = batch.get("discount", None)
     if discount is None:
         return gamma * not_terminal

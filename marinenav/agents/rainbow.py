@@ -88,6 +88,7 @@ from marinenav.agents.base import (
     make_adam,
     planner_output,
 )
+from marinenav.keys import ACTION, OBSERVATION_KEYS, REWARD, TERMINATED
 from marinenav.policy.networks import FEATURES, HIDDEN, ObservationEncoder, seeded
 from marinenav.policy.selectors import ActionSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -292,10 +293,10 @@ class RainbowLoss(LossModule):
 
     def forward(self, tensordict: TensorDictBase) -> TensorDict:
         net = self.value_network
-        obs = [tensordict.get(key) for key in ("self_state", "objects", "objects_mask")]
+        obs = [tensordict.get(key) for key in OBSERVATION_KEYS]
         nxt = tensordict.get("next")
-        next_obs = [nxt.get(key) for key in ("self_state", "objects", "objects_mask")]
-        action = tensordict.get("action")  # [B] int64
+        next_obs = [nxt.get(key) for key in OBSERVATION_KEYS]
+        action = tensordict.get(ACTION)  # [B] int64
 
         log_probs = net(*obs, noise=True)  # online, with gradient: [B, 25, A]
         index = action.view(-1, 1, 1).expand(-1, 1, log_probs.shape[-1])
@@ -307,8 +308,8 @@ class RainbowLoss(LossModule):
                 next_log_probs = net(*next_obs, noise=True)
             index = best.view(-1, 1, 1).expand(-1, 1, next_log_probs.shape[-1])
             next_probs = next_log_probs.gather(-2, index).squeeze(-2).exp()  # [B, A]
-            reward = nxt.get("reward").reshape(-1, 1).to(next_probs.dtype)
-            nonterminal = 1.0 - nxt.get("terminated").reshape(-1, 1).to(next_probs.dtype)
+            reward = nxt.get(REWARD).reshape(-1, 1).to(next_probs.dtype)
+            nonterminal = 1.0 - nxt.get(TERMINATED).reshape(-1, 1).to(next_probs.dtype)
             discount = tensordict.get("discount", None)
             if discount is None:
                 discount = self.default_discount

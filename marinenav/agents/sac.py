@@ -87,6 +87,7 @@ from marinenav.agents.base import (
     make_adam,
     with_steps_to_next_obs,
 )
+from marinenav.keys import ACTION
 from marinenav.policy.networks import GaussianActor, LocScale, squash
 from marinenav.policy.selectors import GaussianSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -180,7 +181,7 @@ class SACAgent(StackedCritics, Agent):
                 LocScale(self.actor), in_keys=list(OBSERVATION_KEYS), out_keys=["loc", "scale"]
             ),
             in_keys=["loc", "scale"],
-            out_keys=["action"],
+            out_keys=[ACTION],
             distribution_class=AtanSquashedNormal,
         )
         critics = self.critic_modules(cfg)

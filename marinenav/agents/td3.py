@@ -56,6 +56,7 @@ from marinenav.agents.base import (
     make_adam,
     with_steps_to_next_obs,
 )
+from marinenav.keys import ACTION
 from marinenav.policy.networks import DeterministicActor
 from marinenav.policy.selectors import DeterministicSelector
 from marinenav.policy.wrapper import PolicyWrapper
@@ -91,7 +92,7 @@ class TD3Agent(StackedCritics, Agent):
         cfg = self.config
         self.actor = DeterministicActor(seed=cfg.seed, normalize=cfg.normalize_observations)
         actor_module = TensorDictModule(
-            self.actor, in_keys=list(OBSERVATION_KEYS), out_keys=["action"]
+            self.actor, in_keys=list(OBSERVATION_KEYS), out_keys=[ACTION]
         )
         critics = self.critic_modules(cfg)
         self.loss_module = TD3Loss(

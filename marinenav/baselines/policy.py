@@ -29,13 +29,7 @@ from marinenav.baselines.prediction import (
     predict_candidates,
     ros_frame,
 )
-
-DEFAULT_IN_KEYS: tuple[NestedKey, ...] = (
-    ("agents", "self_state"),
-    ("agents", "objects"),
-    ("agents", "objects_mask"),
-)
-DEFAULT_OUT_KEY: NestedKey = ("agents", "action")
+from marinenav.keys import ACTION_KEY, POLICY_IN_KEYS
 
 
 class BaselinePolicy(TensorDictModuleBase):
@@ -62,8 +56,8 @@ class BaselinePolicy(TensorDictModuleBase):
         self,
         own_radius: float = OWN_RADIUS,
         planning_period: float = PLANNING_PERIOD,
-        in_keys: tuple[NestedKey, ...] = DEFAULT_IN_KEYS,
-        out_key: NestedKey = DEFAULT_OUT_KEY,
+        in_keys: tuple[NestedKey, ...] = POLICY_IN_KEYS,
+        out_key: NestedKey = ACTION_KEY,
     ) -> None:
         super().__init__()
         if not own_radius >= 0:

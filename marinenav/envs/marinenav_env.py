@@ -54,7 +54,24 @@ from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase, TransformedEnv
 
 from marinenav.envs.trail import TrailRecorder
-from marinenav.keys import GROUP
+from marinenav.keys import (
+    ACTION,
+    ACTION_KEY,
+    ACTIVE,
+    DONE,
+    ENERGY,
+    FAILURES,
+    GROUP,
+    INFO,
+    OBJECTS,
+    OBJECTS_MASK,
+    REWARD,
+    REWARD_KEY,
+    REWARD_TERMS,
+    SELF_STATE,
+    TERMINATED,
+    TRUNCATED,
+)
 from marinenav.scenarios import ScenarioLayout
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
@@ -172,18 +189,21 @@ class MarineNavEnv(EnvBase):
         self.observation_spec = Composite(
             {
                 GROUP: Composite(
-                    self_state=Unbounded((*agents, SELF_STATE_DIM), dtype=dtype, device=device),
-                    objects=Unbounded((*agents, MAX_OBJECTS, OBJECT_DIM), dtype=dtype,
-                                      device=device),
-                    objects_mask=Binary(n=MAX_OBJECTS, shape=(*agents, MAX_OBJECTS),
-                                        dtype=torch.bool, device=device),
-                    active=flag(*agents),
-                    info=Categorical(len(InfoState), shape=agents, dtype=torch.int64,
-                                     device=device),
-                    energy=Unbounded((*agents, 1), dtype=dtype, device=device),
-                    reward_terms=Unbounded((*agents, len(self.sim.reward_term_names)),
-                                           dtype=dtype, device=device),
-                    **self._failure_spec(agents),
+                    {
+                        SELF_STATE: Unbounded((*agents, SELF_STATE_DIM), dtype=dtype,
+                                              device=device),
+                        OBJECTS: Unbounded((*agents, MAX_OBJECTS, OBJECT_DIM), dtype=dtype,
+                                           device=device),
+                        OBJECTS_MASK: Binary(n=MAX_OBJECTS, shape=(*agents, MAX_OBJECTS),
+                                             dtype=torch.bool, device=device),
+                        ACTIVE: flag(*agents),
+                        INFO: Categorical(len(InfoState), shape=agents, dtype=torch.int64,
+                                          device=device),
+                        ENERGY: Unbounded((*agents, 1), dtype=dtype, device=device),
+                        REWARD_TERMS: Unbounded((*agents, len(self.sim.reward_term_names)),
+                                                dtype=dtype, device=device),
+                        **self._failure_spec(agents),
+                    },
                     shape=agents,
                 ),
                 "is_init": flag(E, 1),
@@ -195,18 +215,20 @@ class MarineNavEnv(EnvBase):
                                  device=device)  # fmt: skip
         else:
             action = Bounded(-1.0, 1.0, shape=(*agents, 2), dtype=dtype, device=device)
-        self.action_spec = Composite({GROUP: Composite(action=action, shape=agents)}, shape=(E,))
+        self.action_spec = Composite({GROUP: Composite({ACTION: action}, shape=agents)},
+                                     shape=(E,))  # fmt: skip
         self.reward_spec = Composite(
-            {GROUP: Composite(reward=Unbounded((*agents, 1), dtype=dtype, device=device),
+            {GROUP: Composite({REWARD: Unbounded((*agents, 1), dtype=dtype, device=device)},
                               shape=agents)},
             shape=(E,),
         )  # fmt: skip
         self.done_spec = Composite(
             {
-                "done": flag(E, 1), "terminated": flag(E, 1), "truncated": flag(E, 1),
+                DONE: flag(E, 1), TERMINATED: flag(E, 1), TRUNCATED: flag(E, 1),
                 GROUP: Composite(
-                    done=flag(*agents, 1), terminated=flag(*agents, 1),
-                    truncated=flag(*agents, 1), shape=agents,
+                    {DONE: flag(*agents, 1), TERMINATED: flag(*agents, 1),
+                     TRUNCATED: flag(*agents, 1)},
+                    shape=agents,
                 ),
             },
             shape=(E,),
@@ -218,7 +240,7 @@ class MarineNavEnv(EnvBase):
         if not count:
             return {}
         shape = (*agents, count)
-        return {"failures": Binary(n=count, shape=shape, dtype=torch.bool, device=self.device)}
+        return {FAILURES: Binary(n=count, shape=shape, dtype=torch.bool, device=self.device)}
 
     # ------------------------------------------------------------------ TorchRL hooks
     def _set_seed(self, seed: int | None) -> None:
@@ -229,7 +251,7 @@ class MarineNavEnv(EnvBase):
         """Whether an environment's episode ended (root ``done`` only; robots finishing early
         do not restart anything). Writes the root ``"_reset"`` mask. A host read, as in
         TorchRL's own implementation."""
-        done = tensordict.get("done", None)
+        done = tensordict.get(DONE, None)
         if done is None:
             return False
         any_done = bool(done.any())  # host: TorchRL's maybe_reset contract returns a bool
@@ -270,7 +292,7 @@ class MarineNavEnv(EnvBase):
         )  # fmt: skip
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        result = self.sim.step(tensordict.get((GROUP, "action")))
+        result = self.sim.step(tensordict.get(ACTION_KEY))
         self.trail.record()
         active_after = self.sim.acting
         truncated = result.truncated
@@ -299,7 +321,7 @@ class MarineNavEnv(EnvBase):
             agent_flags=agent_flags,
             root_flags=root_flags,
         )
-        out.set((GROUP, "reward"), result.reward.unsqueeze(-1))
+        out.set(REWARD_KEY, result.reward.unsqueeze(-1))
         return out
 
     def _output(
@@ -317,19 +339,19 @@ class MarineNavEnv(EnvBase):
         E, R = self.num_envs, self.num_robots
         agents = TensorDict(
             {
-                "self_state": obs.self_state, "objects": obs.objects,
-                "objects_mask": obs.objects_mask, "active": active, "info": info,
-                "energy": energy, "reward_terms": reward_terms, "done": agent_flags[0],
-                "terminated": agent_flags[1],
-                "truncated": agent_flags[2],
+                SELF_STATE: obs.self_state, OBJECTS: obs.objects,
+                OBJECTS_MASK: obs.objects_mask, ACTIVE: active, INFO: info,
+                ENERGY: energy, REWARD_TERMS: reward_terms, DONE: agent_flags[0],
+                TERMINATED: agent_flags[1],
+                TRUNCATED: agent_flags[2],
             },
             batch_size=(E, R), device=self.device,
         )  # fmt: skip
         if failures.shape[-1]:
-            agents.set("failures", failures)
+            agents.set(FAILURES, failures)
         return TensorDict(
-            {GROUP: agents, "done": root_flags[0], "terminated": root_flags[1],
-             "truncated": root_flags[2], "is_init": torch.zeros_like(root_flags[0])},
+            {GROUP: agents, DONE: root_flags[0], TERMINATED: root_flags[1],
+             TRUNCATED: root_flags[2], "is_init": torch.zeros_like(root_flags[0])},
             batch_size=(E,), device=self.device,
         )  # fmt: skip
 
@@ -382,7 +404,7 @@ def step_and_reset(
         raise TypeError(f"step_and_reset runs a MarineNavEnv (or transforms around one), not "
                         f"{type(base).__name__}")  # fmt: skip
     out = env._step(tensordict)
-    done = out.get("done")
+    done = out.get(DONE)
     if env is base:
         restart = TensorDict({"_reset": done}, batch_size=env.batch_size)
     else:

@@ -41,16 +41,10 @@ from torch import nn
 from torchrl.data import Bounded, Categorical, TensorSpec
 from torchrl.envs.utils import ExplorationType, exploration_type
 
+from marinenav.keys import ACTION_KEY, POLICY_IN_KEYS
 from marinenav.policy.action_space import ActionSpace
 from marinenav.policy.selectors import ActionSelector
 from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
-
-DEFAULT_IN_KEYS: tuple[NestedKey, ...] = (
-    ("agents", "self_state"),
-    ("agents", "objects"),
-    ("agents", "objects_mask"),
-)
-DEFAULT_OUT_KEY: NestedKey = ("agents", "action")
 
 
 def marinenav_action_spec(action_kind: Literal["discrete", "continuous"]) -> TensorSpec:
@@ -113,14 +107,14 @@ class PolicyWrapper(TensorDictModuleBase):
             if not is_selector:
                 raise ValueError("give the action spec (e.g. env.full_action_spec)")
             action_spec = marinenav_action_spec(selector.action_kind)
-            out_key = DEFAULT_OUT_KEY if out_key is None else out_key
+            out_key = ACTION_KEY if out_key is None else out_key
         self.space = ActionSpace(action_spec, out_key)
         out_key = self.space.key if out_key is None else out_key
         if isinstance(selector, TensorDictModuleBase):
             in_keys = list(selector.in_keys) if in_keys is None else list(in_keys)
             out_keys = [*(k for k in selector.out_keys if k != out_key), out_key]
         else:
-            default = DEFAULT_IN_KEYS if is_selector else ("observation",)
+            default = POLICY_IN_KEYS if is_selector else ("observation",)
             in_keys = list(default if in_keys is None else in_keys)
             out_keys = [out_key]
         if is_selector and len(in_keys) != 3:

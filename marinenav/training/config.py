@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -33,6 +34,7 @@ from omegaconf import MISSING
 from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.scenarios import LAYOUTS, ScenarioLayout, layout_class, make_layout
 from marinenav.sim.curriculum import CurriculumSchedule
+from marinenav.sim.scenario import Slots
 
 
 @dataclass
@@ -83,10 +85,12 @@ class EvaluationConf:
     interval: Optional[int] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
     # timestep of the first evaluation (the original: at learning start; null: the interval)
     first: Optional[int] = MISSING  # noqa: UP045
-    seed: int = MISSING  # seed of the fixed evaluation set (the original's eval env seed)
+    # seed of the fixed evaluation set and of its perception noise (the original's eval env seed)
+    seed: int = MISSING
     max_steps: int = MISSING  # step cap of an evaluation episode
-    # a named set (training.evaluation.EVALUATION_SETS: paper = 10 per stage, seed 253; large =
-    # 100 per stage, seed 2026) instead of curriculum.eval_episodes_per_stage and seed above
+    # a named set (training.evaluation.SET_NAMES: paper = 10 per stage, seed 253; large = 100
+    # per stage, seed 2026; of the random layout, the paper curriculum's) instead of
+    # curriculum.eval_episodes_per_stage and seed above; its seed then seeds the noise
     set: Optional[str] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
 
 
@@ -196,25 +200,14 @@ def layout_of(cfg) -> ScenarioLayout:
     return make_layout(options.pop("name"), options)
 
 
+def slots_of(env: Mapping[str, Any]) -> Slots:
+    """The padded slot counts of a run's ``env`` config node (or plain dict)."""
+    return Slots(int(env["robot_slots"]), int(env["obstacle_slots"]), int(env["core_slots"]))
+
+
 def _curriculum_options(cfg) -> dict:
     keys = ("timesteps", "num_robots", "num_cores", "num_obstacles", "min_start_goal_dis")
     return {key: list(cfg["curriculum"][key]) for key in keys}
-
-
-def evaluation_layout(cfg) -> tuple[int, int]:
-    """``(episodes per stage, seed)`` of the run's fixed evaluation set: the named
-    ``evaluation.set``, else ``curriculum.eval_episodes_per_stage`` and ``evaluation.seed``."""
-    from marinenav.training.evaluation import EVALUATION_SETS
-
-    name = cfg.evaluation.set
-    if name is None:
-        return int(cfg.curriculum.eval_episodes_per_stage), int(cfg.evaluation.seed)
-    if name not in EVALUATION_SETS:
-        raise ValueError(
-            f"evaluation.set={name!r} is not a named set; choose one of "
-            f"{', '.join(EVALUATION_SETS)} (or null)"
-        )
-    return EVALUATION_SETS[name]
 
 
 def auto_interval(cfg) -> int:

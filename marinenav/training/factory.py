@@ -6,13 +6,14 @@ Read top to bottom, a run is::
     layout = layout_of(cfg)                          # where episodes start (config.py)
     agent = build_agent(cfg.agent, device, run_seed=cfg.seed)
     env = build_env(cfg, agent.action_kind, layout, device)
-    evaluator, scenarios = build_evaluator(cfg, agent, layout, device)
+    evaluator = build_evaluator(cfg, agent, device)  # its set: EvaluationSet.of_run(cfg)
 
 and a trained agent comes back with :func:`marinenav.training.checkpoint.load_agent`, which
 uses :func:`build_agent` on the checkpoint's config. The conventions a run's parts share live
 here once: the agent seed is the run seed + 100 and its acting stream the run seed (the
 original seeds its networks apart from its environments); the slot counts are one
-:class:`~marinenav.sim.scenario.Slots`.
+:class:`~marinenav.sim.scenario.Slots` (:func:`~marinenav.training.config.slots_of`); what an
+evaluation runs is one :class:`~marinenav.training.evaluation.EvaluationSet`.
 """
 
 from __future__ import annotations
@@ -27,16 +28,10 @@ from marinenav.agents import Agent, make_agent
 from marinenav.envs import MarineNavEnv
 from marinenav.keys import dtype_named
 from marinenav.scenarios import ScenarioLayout
-from marinenav.sim.scenario import Slots
-from marinenav.training.config import evaluation_layout
-from marinenav.training.evaluation import Evaluator
+from marinenav.training.config import slots_of
+from marinenav.training.evaluation import EvaluationSet, Evaluator
 
 AGENT_SEED_OFFSET = 100  # agent (network) seed = run seed + 100, as in the original
-
-
-def slots_of(env: Mapping[str, Any]) -> Slots:
-    """The padded slot counts of a run's ``env`` config node (or plain dict)."""
-    return Slots(int(env["robot_slots"]), int(env["obstacle_slots"]), int(env["core_slots"]))
 
 
 def build_agent(
@@ -82,18 +77,9 @@ def build_env(
     )  # fmt: skip
 
 
-def build_evaluator(
-    cfg: DictConfig, agent: Agent, layout: ScenarioLayout, device: torch.device
-) -> tuple[Evaluator, list[dict]]:
-    """The run's fixed evaluation set (``evaluation.set``, or the curriculum's episodes per
-    stage and ``evaluation.seed``: :func:`~marinenav.training.config.evaluation_layout`) drawn
-    from ``layout``, and the :class:`Evaluator` that runs a policy on all of it at once."""
-    per_stage, seed = evaluation_layout(cfg)
-    slots = slots_of(cfg.env)
-    scenarios = layout.evaluation_scenarios(per_stage, seed, slots)
-    evaluator = Evaluator(
-        scenarios, agent.action_kind, agent.config.gamma, cfg.evaluation.max_steps, slots,
-        device, dtype_named(cfg.env.dtype), seed=seed,
-        episodes_per_stage=len(scenarios) // layout.num_stages, layout=layout,
-    )  # fmt: skip
-    return evaluator, scenarios
+def build_evaluator(cfg: DictConfig, agent: Agent, device: torch.device) -> Evaluator:
+    """The :class:`Evaluator` that runs ``agent``'s policy on the run's own evaluation set
+    (:meth:`EvaluationSet.of_run`: ``evaluation.set``, or the curriculum's episodes per stage
+    from ``evaluation.seed``, in the run's slots, precision, noise seed and step cap), all of it
+    at once; the set is ``evaluator.evaluation_set``."""
+    return Evaluator(EvaluationSet.of_run(cfg), agent.action_kind, agent.config.gamma, device)

@@ -27,7 +27,15 @@ from omegaconf import DictConfig
 from tensordict import TensorDict, TensorDictBase
 
 from marinenav.agents import Agent
-from marinenav.keys import GROUP, OBSERVATION_KEYS
+from marinenav.keys import (
+    ACTION,
+    ACTIVE_KEY,
+    DONE,
+    GROUP,
+    OBSERVATION_KEYS,
+    REWARD,
+    TERMINATED,
+)
 from marinenav.training.nstep import NStepTransitions
 from marinenav.training.prioritized import DevicePrioritizedSampler
 from marinenav.training.replay import RobotReplay
@@ -80,9 +88,9 @@ def robot_transitions(transition: TensorDictBase) -> TensorDict:
     agents, nxt = transition.get(GROUP), transition.get(("next", GROUP))
     n = agents.batch_size.numel()
     flat = {key: agents.get(key).reshape(n, *agents.get(key).shape[2:]) for key in OBSERVATION_KEYS}
-    action = agents.get("action")
-    flat["action"] = action.reshape(n, *action.shape[2:])
-    for key in (*OBSERVATION_KEYS, "reward", "terminated", "done"):
+    action = agents.get(ACTION)
+    flat[ACTION] = action.reshape(n, *action.shape[2:])
+    for key in (*OBSERVATION_KEYS, REWARD, TERMINATED, DONE):
         value = nxt.get(key)
         flat[("next", key)] = value.reshape(n, *value.shape[2:])
     return TensorDict(flat, batch_size=[n])
@@ -144,7 +152,7 @@ class ReplayLearner:
         completes)."""
         self.steps_stored = min(self.steps_stored + 1, self.steps_to_complete)
         if self.nstep is None:
-            valid = transition.get((GROUP, "active")).reshape(-1)
+            valid = transition.get(ACTIVE_KEY).reshape(-1)
             self.replay.extend(robot_transitions(transition), valid)
             return
         transitions = self.nstep.push(transition)

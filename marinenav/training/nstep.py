@@ -39,9 +39,9 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from marinenav.keys import OBSERVATION_KEYS
+from marinenav.keys import ACTION, ACTIVE, DONE, GROUP, OBSERVATION_KEYS, REWARD, TERMINATED
 
-WINDOW_KEYS = (*OBSERVATION_KEYS, "action", "reward")
+WINDOW_KEYS = (*OBSERVATION_KEYS, ACTION, REWARD)
 
 
 class NStepTransitions:
@@ -56,7 +56,7 @@ class NStepTransitions:
     device, and reused afterwards (the shapes must not change).
     """
 
-    def __init__(self, n: int, gamma: float, group: str = "agents") -> None:
+    def __init__(self, n: int, gamma: float, group: str = GROUP) -> None:
         if n < 1:
             raise ValueError(f"n must be at least 1, got {n}")
         self.n = int(n)
@@ -75,9 +75,9 @@ class NStepTransitions:
             key: torch.zeros(
                 (E, R, n, *agents.get(key).shape[2:]), dtype=agents.get(key).dtype, device=device
             )
-            for key in (*OBSERVATION_KEYS, "action")
+            for key in (*OBSERVATION_KEYS, ACTION)
         }
-        fields["reward"] = torch.zeros((E, R, n), dtype=reward.dtype, device=device)
+        fields[REWARD] = torch.zeros((E, R, n), dtype=reward.dtype, device=device)
         self.window = TensorDict(fields, batch_size=(E, R, n), device=device)
         self.count = torch.zeros((E, R), dtype=torch.int64, device=device)
         g = self.gamma
@@ -104,18 +104,18 @@ class NStepTransitions:
         agents = step.get(self.group)
         nxt = step.get(("next", self.group))
         E, R = agents.batch_size[:2]
-        reward = nxt.get("reward").reshape(E, R)
+        reward = nxt.get(REWARD).reshape(E, R)
         if self.window is None:
             self._allocate(agents, reward)
         window, n = self.window, self.n
-        active = agents.get("active").reshape(E, R)
-        done = nxt.get("done").reshape(E, R)
-        terminated = nxt.get("terminated").reshape(E, R)
+        active = agents.get(ACTIVE).reshape(E, R)
+        done = nxt.get(DONE).reshape(E, R)
+        terminated = nxt.get(TERMINATED).reshape(E, R)
 
         # shift the windows of the slots that acted and put this step in front
         for key in WINDOW_KEYS:
             old = window.get(key)
-            new = reward if key == "reward" else agents.get(key)
+            new = reward if key == REWARD else agents.get(key)
             shifted = torch.cat((new.unsqueeze(2).to(old.dtype), old[:, :, :-1]), dim=2)
             mask = active.view(E, R, *([1] * (old.dim() - 2)))
             old.copy_(torch.where(mask, shifted, old))
@@ -125,7 +125,7 @@ class NStepTransitions:
         valid = (
             active.unsqueeze(-1) & (k < count.unsqueeze(-1)) & ((k == n - 1) | done.unsqueeze(-1))
         )  # [E, R, n]
-        returns = window.get("reward") @ self._returns.T  # [E, R, n]: R_k
+        returns = window.get(REWARD) @ self._returns.T  # [E, R, n]: R_k
         self.count.copy_(torch.where(active & done, 0, count))
 
         N = E * R * n
@@ -137,10 +137,10 @@ class NStepTransitions:
             return x.reshape(N, *x.shape[3:]).clone()
 
         out_next = {key: repeat(nxt.get(key)) for key in OBSERVATION_KEYS}
-        out_next["reward"] = returns.reshape(N, 1)
-        out_next["terminated"] = repeat(terminated).reshape(N, 1)
-        out_next["done"] = repeat(done).reshape(N, 1)
-        out = {key: flat(window.get(key)) for key in (*OBSERVATION_KEYS, "action")}
+        out_next[REWARD] = returns.reshape(N, 1)
+        out_next[TERMINATED] = repeat(terminated).reshape(N, 1)
+        out_next[DONE] = repeat(done).reshape(N, 1)
+        out = {key: flat(window.get(key)) for key in (*OBSERVATION_KEYS, ACTION)}
         out["discount"] = self._discount.expand(E, R, n).reshape(N, 1)
         out["valid"] = valid.reshape(N)
         out["next"] = TensorDict(out_next, batch_size=[N])
@@ -168,7 +168,7 @@ class NStepTransitions:
         if not state:
             return
         window = state["window"]
-        agents = window.select(*OBSERVATION_KEYS, "action")[:, :, 0]
-        self._allocate(agents, window.get("reward")[:, :, 0])
+        agents = window.select(*OBSERVATION_KEYS, ACTION)[:, :, 0]
+        self._allocate(agents, window.get(REWARD)[:, :, 0])
         self.window.update_(window)
         self.count.copy_(state["count"])

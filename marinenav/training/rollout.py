@@ -40,13 +40,23 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from marinenav.keys import GROUP, dtype_named
+from marinenav.keys import (
+    ACTIVE,
+    DONE,
+    GROUP,
+    OBJECTS,
+    OBJECTS_MASK,
+    REWARD,
+    SELF_STATE,
+    TERMINATED,
+    dtype_named,
+)
 from marinenav.sim.constants import MAX_OBJECTS, OBJECT_DIM, SELF_STATE_DIM
 
 ACTION_DIM = 2
-INPUT_FIELDS = ("self_state", "objects", "objects_mask", "active", "latent_action",
+INPUT_FIELDS = (SELF_STATE, OBJECTS, OBJECTS_MASK, ACTIVE, "latent_action",
                 "action_log_prob")  # fmt: skip
-NEXT_FIELDS = ("self_state", "objects", "objects_mask", "active", "reward", "done", "terminated")
+NEXT_FIELDS = (SELF_STATE, OBJECTS, OBJECTS_MASK, ACTIVE, REWARD, DONE, TERMINATED)
 
 
 def rollout_buffer(
@@ -59,12 +69,12 @@ def rollout_buffer(
     def observation(**extra: torch.Tensor) -> TensorDict:
         return TensorDict(
             {
-                "self_state": torch.zeros(E, T, R, SELF_STATE_DIM, dtype=dtype, device=device),
-                "objects": torch.zeros(E, T, R, MAX_OBJECTS, OBJECT_DIM, dtype=dtype,
+                SELF_STATE: torch.zeros(E, T, R, SELF_STATE_DIM, dtype=dtype, device=device),
+                OBJECTS: torch.zeros(E, T, R, MAX_OBJECTS, OBJECT_DIM, dtype=dtype,
                                        device=device),
-                "objects_mask": torch.zeros(E, T, R, MAX_OBJECTS, dtype=torch.bool,
+                OBJECTS_MASK: torch.zeros(E, T, R, MAX_OBJECTS, dtype=torch.bool,
                                             device=device),
-                "active": torch.zeros(E, T, R, dtype=torch.bool, device=device),
+                ACTIVE: torch.zeros(E, T, R, dtype=torch.bool, device=device),
                 **extra,
             },
             batch_size=[E, T, R], device=device,

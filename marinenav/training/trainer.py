@@ -49,7 +49,15 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.envs import transition
 from marinenav.files import remove_leftovers, write_text
-from marinenav.keys import device_named
+from marinenav.keys import (
+    ACTIVE_KEY,
+    DONE,
+    FAILURES_KEY,
+    INFO_KEY,
+    REWARD_KEY,
+    REWARD_TERMS_KEY,
+    device_named,
+)
 from marinenav.sim import InfoState
 from marinenav.training.checkpoint import (
     BEST_DIR,
@@ -242,10 +250,11 @@ class Trainer:
             self.agent.use_soft_targets(cfg.training.target_tau)
         self.env = build_env(cfg, self.agent.action_kind, layout, self.device)
         self.learner = make_learner(self.agent, cfg, self.device)
-        self.evaluator, scenarios = build_evaluator(cfg, self.agent, layout, self.device)
+        self.evaluator = build_evaluator(cfg, self.agent, self.device)
         # the reward's terms (the paper's, then the layout's) and the layout's end conditions
         self.term_names = self.env.sim.reward_term_names
         self.end_names = self.env.sim.end_conditions
+        scenarios = list(self.evaluator.evaluation_set.scenarios)
         write_text(self.run_dir / "eval_configs.json", json.dumps(scenarios))
         # Host-side counters (the loop's own arithmetic: never read from the device).
         self.timesteps = 0
@@ -450,11 +459,11 @@ class Trainer:
 
     def _track_episodes(self, step_input: TensorDictBase, step_output: TensorDictBase) -> None:
         """Episode counts, successes and returns, accumulated on the device."""
-        info = step_output.get(("agents", "info"))
-        reward = step_output.get(("agents", "reward")).squeeze(-1)
-        done = step_output.get("done").squeeze(-1)
+        info = step_output.get(INFO_KEY)
+        reward = step_output.get(REWARD_KEY).squeeze(-1)
+        done = step_output.get(DONE).squeeze(-1)
         self.episode_return += reward.sum(-1).double()
-        self.episode_terms += step_output.get(("agents", "reward_terms")).sum(1).double()
+        self.episode_terms += step_output.get(REWARD_TERMS_KEY).sum(1).double()
         self.reached |= info == InfoState.REACH_GOAL
         self.collided |= (info == InfoState.COLLISION).any(-1)
         # padding and traffic are not the policy's robots: they neither arrive nor count
@@ -465,10 +474,10 @@ class Trainer:
         m.get("episodes").add_(done.sum())
         m.get("successes").add_(success.sum())
         m.get("return_sum").add_(torch.where(done, self.episode_return / robots, 0.0).sum())
-        m.get("transitions").add_(step_input.get(("agents", "active")).sum())
+        m.get("transitions").add_(step_input.get(ACTIVE_KEY).sum())
         m.get("reward_sum").add_(reward.sum())
         if self.end_names:
-            failures = step_output.get(("agents", "failures"))
+            failures = step_output.get(FAILURES_KEY)
             m.get("failures").add_(failures.sum(dim=(0, 1)))
         per_robot = self.episode_terms / robots.unsqueeze(-1)
         m.get("reward_terms").add_(torch.where(done.unsqueeze(-1), per_robot, 0.0).sum(0))

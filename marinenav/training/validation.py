@@ -18,7 +18,8 @@ from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.agents.base import cudagraph_refusal
 from marinenav.keys import check_seed, device_named
 from marinenav.scenarios import RandomLayout, check_slots
-from marinenav.training.config import evaluation_layout, layout_of, schedule_of
+from marinenav.training.config import layout_of, schedule_of
+from marinenav.training.evaluation import EvaluationSet
 from marinenav.training.loggers import LOGGER_BACKENDS
 
 
@@ -57,10 +58,10 @@ def memory_estimate(cfg) -> int:
     """Bytes a run needs on its device, roughly: simulator pairwise working set of the training
     environments and of the evaluation set (all its episodes run as one batch), and the
     learner's data (:func:`learner_memory`: the replay, or the on-policy rollout)."""
-    e, c = cfg.env, cfg.curriculum
+    e = cfg.env
     objects = e.robot_slots + e.obstacle_slots + e.core_slots
     scale = 2 if e.dtype == "float64" else 1
-    environments = e.num_envs + evaluation_layout(cfg)[0] * len(c.timesteps)
+    environments = e.num_envs + EvaluationSet.size_of_run(cfg)
     simulation = environments * e.robot_slots * objects * PAIR_BYTES * scale
     return simulation + learner_memory(cfg)[0]
 

@@ -6,7 +6,7 @@
     deterministically, and writes one PNG per drawn step (and an animated GIF with ``--gif``).
 
 ``python -m marinenav.viz episode --baseline apf|mpc [--variant textbook|original]
-[--set paper|large] [--scenario LAYOUT] [--episode K] [--out DIR] [--gif]``
+[--set NAME] [--scenario LAYOUT] [--episode K] [--out DIR] [--gif]``
     the same for a classical baseline (``marinenav.baselines``) or, with ``--planner FILE``, a
     planner file, on episode ``K`` of a named evaluation set (of ``--scenario``'s layout: e.g.
     ``imazu``, whose episode ``K`` is case ``K + 1``), in the planners' evaluation layout
@@ -82,8 +82,9 @@ def _parser() -> argparse.ArgumentParser:
         help="replay a planner file (TorchScript, the original's or ours) instead of a run",
     )
     episode.add_argument(
-        "--set", choices=("paper", "large"), default="paper",
-        help="baselines and planners: the named evaluation set the episode comes from",
+        "--set", default="paper",
+        help="baselines and planners (runs with --scenario): the named evaluation set the "
+             "episode comes from (default paper; the names evaluate --set takes)",
     )
     episode.add_argument(
         "--scenario", default=None,
@@ -106,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
         "--max-steps",
         type=int,
         default=None,
-        help="episode step cap (default the run's evaluation.max_steps)",
+        help="episode step cap (default the set's own: a run's evaluation.max_steps, 1001 "
+             "for planners and baselines)",
     )
     episode.add_argument("--device", default="cpu", help="torch device (default cpu)")
     curves = commands.add_parser("curves", help="plot learning curves of one or several runs")
@@ -192,8 +194,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     from marinenav.scenarios import LAYOUTS, make_layout
+    from marinenav.sim import load_scenario_file
     from marinenav.training.checkpoint import load_agent
-    from marinenav.training.evaluation import evaluation_setup, named_scenarios
+    from marinenav.training.evaluation import SET_NAMES, EvaluationSet, run_conditions
     from marinenav.viz.episode import record_episode, save_animation, save_frames
 
     sources = [args.run_dir, args.baseline, args.planner]
@@ -201,56 +204,53 @@ def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         parser.error("give a run directory, --baseline NAME or --planner FILE (one of them)")
     if args.every < 1:
         parser.error(f"--every must be at least 1, got {args.every}")
+    if args.max_steps is not None and args.max_steps < 1:
+        parser.error(f"--max-steps must be at least 1, got {args.max_steps}")
+    if args.set not in SET_NAMES:
+        parser.error(f"--set {args.set!r}: choose one of {', '.join(SET_NAMES)}")
     if args.scenario is not None and args.scenario not in LAYOUTS:
         parser.error(f"--scenario {args.scenario!r}: choose one of {', '.join(sorted(LAYOUTS))}")
     layout = make_layout(args.scenario) if args.scenario else None
-    if args.run_dir is not None and layout is None:
-        scenarios_path = args.run_dir / "eval_configs.json"
-        if not scenarios_path.is_file():
-            parser.error(f"no eval_configs.json in {args.run_dir}")
-        scenarios = json.loads(scenarios_path.read_text())
-        source = str(args.run_dir)
-    else:
-        scenarios = named_scenarios(args.set, layout=layout)
-        what = args.run_dir or args.planner or f"{args.baseline} ({args.variant})"
-        source = f"{what} on the {args.scenario or 'random'} {args.set} set"
-    if not -len(scenarios) <= args.episode < len(scenarios):
-        parser.error(f"--episode {args.episode} out of range: the set has {len(scenarios)}")
-    index = args.episode % len(scenarios)
+    if args.run_dir is not None and layout is None and not (
+        args.run_dir / "eval_configs.json"
+    ).is_file():
+        parser.error(f"no eval_configs.json in {args.run_dir}")
     if args.planner is not None:
-        from marinenav.evaluate import planner_config
         from marinenav.planner import PlannerLoadError, planner_policy
 
         try:
             agent = planner_policy(args.planner)
         except (FileNotFoundError, PlannerLoadError) as error:
             parser.error(str(error))
-        config = planner_config()
-        config["evaluation"]["max_steps"] = 1001
     elif args.baseline is not None:
         from marinenav.baselines import baseline_policy
-        from marinenav.evaluate import planner_config
 
         try:
             agent = baseline_policy(args.baseline, args.variant)
         except ValueError as error:
             parser.error(str(error))
-        config = planner_config()
-        config["evaluation"]["max_steps"] = 1001
     else:
         try:
             agent, config = load_agent(args.run_dir, args.device)
         except FileNotFoundError as error:
             parser.error(str(error))
-    # the run's evaluation layout and noise seed (the noise depends on both)
-    if layout is None and args.run_dir is not None:
-        from marinenav.training.config import layout_of
-
-        layout = layout_of(config)  # the run's own set: its layout's rules
-    recording = record_episode(
-        agent, scenarios[index], args.max_steps or config["evaluation"]["max_steps"],
-        args.device, **evaluation_setup(config, [scenarios[index]]), layout=layout,
-    )  # fmt: skip
+    # the set and its conditions: a run's own (its recorded set, slots, precision, noise seed
+    # and step cap: the noise depends on them), or a named set (planners: the original's)
+    if args.run_dir is not None and layout is None:
+        recorded = load_scenario_file(args.run_dir / "eval_configs.json")
+        evaluation_set = EvaluationSet.of_run(config, scenarios=recorded)
+        source = str(args.run_dir)
+    else:
+        conditions = run_conditions(config) if args.run_dir is not None else {}
+        evaluation_set = EvaluationSet.named(args.set, layout, **conditions)
+        what = args.run_dir or args.planner or f"{args.baseline} ({args.variant})"
+        source = f"{what} on the {args.scenario or 'random'} {args.set} set"
+    if args.max_steps is not None:
+        evaluation_set = evaluation_set.replace(max_steps=args.max_steps)
+    if not -len(evaluation_set) <= args.episode < len(evaluation_set):
+        parser.error(f"--episode {args.episode} out of range: the set has {len(evaluation_set)}")
+    index = args.episode % len(evaluation_set)
+    recording = record_episode(agent, evaluation_set, index, args.device)
     if args.out is not None:
         out = args.out
     elif args.run_dir is not None:

@@ -1,16 +1,16 @@
 """One evaluation episode of a trained agent, recorded for people: PNG frames and animations.
 
-:func:`record_episode` runs one scenario dict (the original's ``eval_configs.json`` layout) with
-the agent's deterministic policy, as the evaluation does (the episode ends at the first
-collision or when every robot is done, at most ``max_steps`` steps), and copies what the
-pictures need to the host after every step. :func:`save_frames` and :func:`save_animation` draw
+:func:`record_episode` runs one episode of an evaluation set
+(:class:`~marinenav.training.evaluation.EvaluationSet`, in its conditions) with the agent's
+deterministic policy, as the evaluation does (the episode ends at the first collision or when
+every robot is done, at most the set's ``max_steps`` steps), and copies what the pictures need
+to the host after every step. :func:`save_frames` and :func:`save_animation` draw
 it with :func:`marinenav.viz.frames.draw_frame`.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,12 +23,10 @@ from matplotlib.figure import Figure
 from tensordict.nn import TensorDictModuleBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-from marinenav.envs import MarineNavEnv
 from marinenav.files import atomic_path
-from marinenav.scenarios import ScenarioLayout
+from marinenav.keys import DONE, INFO_KEY, REWARD_KEY
 from marinenav.sim import InfoState, Scenario
 from marinenav.sim.constants import VesselRole
-from marinenav.sim.scenario import Slots
 from marinenav.viz.frames import (
     CurrentField,
     FrameState,
@@ -39,6 +37,7 @@ from marinenav.viz.frames import (
 
 if TYPE_CHECKING:
     from marinenav.agents import Agent
+    from marinenav.training.evaluation import EvaluationSet
 
 COLLIDED = (int(InfoState.COLLISION), int(InfoState.DEACTIVATED_AFTER_COLLISION))
 REACHED = (int(InfoState.REACH_GOAL), int(InfoState.DEACTIVATED_AFTER_REACHING_GOAL))
@@ -130,43 +129,28 @@ class EpisodeRecording:
 
 def record_episode(
     agent: Agent | TensorDictModuleBase,
-    scenario: Mapping[str, Any],
-    max_steps: int = 1001,
+    evaluation_set: EvaluationSet,
+    index: int = 0,
     device: torch.device | str = "cpu",
-    dtype: torch.dtype = torch.float32,
-    seed: int = 253,
-    slots: Slots | tuple[int, int, int] | None = None,
-    layout: ScenarioLayout | None = None,
 ) -> EpisodeRecording:
-    """Run one scenario with the agent's deterministic policy (or a policy of its own, e.g. a
-    classical baseline of :mod:`marinenav.baselines`) until its episode ends.
+    """Run episode ``index`` of an evaluation set with the agent's deterministic policy (or a
+    policy of its own, e.g. a classical baseline of :mod:`marinenav.baselines`) until it ends.
 
-    The result is that of :class:`marinenav.training.evaluation.Evaluator` on ``[scenario]``
-    with the same seed, slots, device and dtype (the perception noise depends on all of them:
-    an episode evaluated in a batch of several differs a little).
+    The episode runs alone, in the set's conditions (slots, precision, noise seed, step cap)
+    and rules: its result is that of :class:`marinenav.training.evaluation.Evaluator` on
+    ``evaluation_set.episode(index)`` (the perception noise depends on the batch: an episode
+    evaluated among the others of its set differs a little).
 
     Args:
         agent: a trained agent (e.g. from :func:`marinenav.training.checkpoint.load_agent`),
             on ``device``; or a policy module with an ``action_kind`` attribute (a baseline).
-        scenario: one scenario dict in the original's ``eval_configs.json`` layout.
-        max_steps: step cap of the episode (the original evaluation: 1001 steps of 0.5 s).
-        device, dtype: of the one-environment simulation (the run's ``env.dtype``).
-        seed: start of the perception-noise stream (the run's ``evaluation.seed``).
-        slots: padded slot counts (robots, obstacles, cores) of the environment; default the
-            scenario's counts.
-        layout: the layout whose rules apply (the one that made the scenario; default the
-            paper's rules).
+        evaluation_set: e.g. ``EvaluationSet.of_run(config)``, a run's own set.
+        index: which episode (negative from the end).
+        device: of the one-environment simulation.
     """
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
-    robot_slots, obstacle_slots, core_slots = (None, None, None) if slots is None else slots
-    env = MarineNavEnv.from_scenarios(
-        [scenario], action_kind=agent.action_kind, end_on_collision=True,
-        robot_slots=robot_slots, obstacle_slots=obstacle_slots, core_slots=core_slots,
-        device=device, dtype=dtype, validate=False, max_episode_steps=max_steps - 1,
-        layout=layout,
-    )  # fmt: skip
-    env.set_seed(seed)  # as the evaluation: the noise is a function of the policy alone
+    episode = evaluation_set.episode(index)
+    scenario = episode.scenarios[0]
+    env = episode.environment(agent.action_kind, device)
     sim = env.sim
     snapshots: list[torch.Tensor] = []
 
@@ -189,13 +173,13 @@ def record_episode(
         td = env.reset()
         snapshot()
         with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
-            for _ in range(max_steps):
+            for _ in range(episode.max_steps):
                 out = env.step(policy(td))["next"]
                 snapshot()
-                rewards.append(out["agents", "reward"][0, :, 0].double().cpu())  # host: people
-                infos.append(out["agents", "info"][0].cpu())  # host: people
+                rewards.append(out[REWARD_KEY][0, :, 0].double().cpu())  # host: people
+                infos.append(out[INFO_KEY][0].cpu())  # host: people
                 td = out
-                if bool(out["done"].any()):  # host: people
+                if bool(out[DONE].any()):  # host: people
                     break
     finally:
         policy.train(was_training)

@@ -1,15 +1,15 @@
 """Planner files as batched policies: the original's trained files and our exports alike.
 
 A *planner file* is a float64 TorchScript module in the calling convention of the original's C++
-planner (docs/migrating.md, "The node's call, from C++"; :mod:`marinenav.planner_convention`):
+planner (docs/migrating.md, "The node's call, from C++"; :mod:`marinenav.planner.convention`):
 ``forward((self_state [N, 7], objects [N, 5, 5], mask [N, 5]), *extra)`` with the agent's extra
 inputs (quantile fractions ``taus [N, 32]`` for an implicit quantile network). The original authors'
-trained planners (``traced_AC_IQN_model.pt``, ...) and the files :mod:`marinenav.export` writes load
-through the one function :func:`load_planner`, and :class:`PlannerPolicy` turns either into a
-TorchRL policy that acts on ``MarineNavEnv`` observations of any batch shape with the planner's own
-action rule: the agent class's ``planner_action`` (``marinenav.agents``; e.g. the actor's output, an
-argmax of action values, the mean of quantiles, ``sum_z z p`` on the support recorded in the file's
-metadata).
+trained planners (``traced_AC_IQN_model.pt``, ...) and the files :mod:`marinenav.planner.export`
+writes load through the one function :func:`load_planner`, and :class:`PlannerPolicy` turns either
+into a TorchRL policy that acts on ``MarineNavEnv`` observations of any batch shape with the
+planner's own action rule: the agent class's ``planner_action`` (``marinenav.agents``; e.g. the
+actor's output, an argmax of action values, the mean of quantiles, ``sum_z z p`` on the support
+recorded in the file's metadata).
 
 Our exports in the other formats load the same way, by their suffix: an AOTInductor package
 (``.pt2``, :class:`PackagePlanner`) and an ONNX model (``.onnx``, :class:`OnnxPlanner`, run by
@@ -44,7 +44,8 @@ from tensordict.nn import TensorDictModuleBase
 from tensordict.utils import NestedKey
 
 from marinenav.agents import agent_class
-from marinenav.planner_convention import (
+from marinenav.keys import ACTION_KEY, POLICY_IN_KEYS
+from marinenav.planner.convention import (
     EXPORT_NUM_TAU,
     FORMATS,
     METADATA_FILE,
@@ -57,12 +58,6 @@ from marinenav.planner_convention import (
 )
 from marinenav.policy.wrapper import check_cvar
 
-DEFAULT_IN_KEYS: tuple[NestedKey, ...] = (
-    ("agents", "self_state"),
-    ("agents", "objects"),
-    ("agents", "objects_mask"),
-)
-DEFAULT_OUT_KEY: NestedKey = ("agents", "action")
 #: Network rows per planner call (a robot is one row, or one per quantile fraction): the
 #: activations of a block of 512 float64 rows (512 x 256 x 8 B = 1 MiB) stay in a core's L2
 #: cache. A whole evaluation batch at once (750 robots x 32 fractions = 24,000 rows, 49 MB per
@@ -79,7 +74,7 @@ class PlannerLoadError(ValueError):
 
 
 class PackagePlanner:
-    """An AOTInductor package (``.pt2``, :func:`marinenav.export.export_pt2`) called as a
+    """An AOTInductor package (``.pt2``, :func:`marinenav.planner.export.export_pt2`) called as a
     TorchScript planner: ``planner((self_state [N, 7], objects [N, 5, 5], mask [N, 5]), *extra)``
     returns the outputs (float64 ``[N, ...]``; one bare, several as a tuple).
 
@@ -108,7 +103,7 @@ class PackagePlanner:
 
 
 class OnnxPlanner:
-    """An ONNX planner (:func:`marinenav.export.export_onnx`, run by an ONNX Runtime CPU
+    """An ONNX planner (:func:`marinenav.planner.export.export_onnx`, run by an ONNX Runtime CPU
     session) called as a TorchScript planner: ``planner((self_state, objects, mask), *extra)``
     feeds the tensors (as contiguous float64) to the session's inputs in order and returns its
     outputs as float64 tensors (one bare, several as a tuple). ONNX Runtime's errors (wrong
@@ -278,7 +273,7 @@ def _fits(shape: tuple[int, ...], expected: tuple[int | None, ...]) -> bool:
 
 
 def check_planner_io(module: PlannerModule, agent_type: str, misfit: str) -> None:
-    """Run one robot (:func:`marinenav.planner_convention.example_inputs`) through ``module``
+    """Run one robot (:func:`marinenav.planner.convention.example_inputs`) through ``module``
     with the inputs of ``agent_type`` and compare its outputs' shapes with the agent class's
     ``export_output_shapes`` (``[1, ...]``); raises :class:`PlannerLoadError` starting with
     ``misfit`` when the module does not take those inputs or gives other shapes. Load time only
@@ -342,8 +337,8 @@ class PlannerPolicy(TensorDictModuleBase):
         taus: Literal["random", "midpoints"] = "random",
         cvar: float = 1.0,
         seed: int = 0,
-        in_keys: tuple[NestedKey, ...] = DEFAULT_IN_KEYS,
-        out_key: NestedKey = DEFAULT_OUT_KEY,
+        in_keys: tuple[NestedKey, ...] = POLICY_IN_KEYS,
+        out_key: NestedKey = ACTION_KEY,
         block_rows: int = DEFAULT_BLOCK_ROWS,
     ) -> None:
         super().__init__()
