@@ -129,7 +129,8 @@ def write_in_place(path: str | Path, write: Callable[[Path], object]) -> Path:
 
 def export_torchscript(agent: Agent, path: str | Path) -> Path:
     """Trace ``agent``'s acting network (float64, CPU, batch 1; see the module docstring) and
-    save it to ``path`` (parents created). Returns the path. The live agent is unchanged."""
+    save it to ``path`` (parents created; written atomically, :mod:`marinenav.files`). Returns
+    the path. The live agent is unchanged."""
     module = export_module(agent)
     inputs = example_inputs(agent.name)
     with warnings.catch_warnings(), torch.no_grad():
@@ -138,9 +139,11 @@ def export_torchscript(agent: Agent, path: str | Path) -> Path:
         )
         traced = torch.jit.trace(module, planner_inputs(inputs))
         extra = {METADATA_FILE: json.dumps(metadata(agent), sort_keys=True)}
-        return write_in_place(
-            path, lambda temporary: torch.jit.save(traced, str(temporary), _extra_files=extra)
-        )
+        # into memory first: torch's C++ file writer aborts the process on a full disk, Python's
+        # write below raises an OSError that becomes one line
+        buffer = io.BytesIO()
+        torch.jit.save(traced, buffer, _extra_files=extra)
+    return write_in_place(path, lambda temporary: temporary.write_bytes(buffer.getvalue()))
 
 
 def export_metadata(path: str | Path) -> dict[str, Any]:
