@@ -5,9 +5,9 @@ equal, bit for bit, the fingerprints in ``tests/data/update_parity.json``.
 
 The fingerprints were recorded (``python -m tests.test_update_parity``) on the code before the
 trainer took over the agents' update loops, so this test shows that the losses, gradients,
-clipping, Adam steps, learning-rate decay, Polyak targets and random draws are unchanged. A
-second run per replay agent on the paper recipe checks the hard target copies and the constant
-learning rate.
+clipping, Adam steps, learning-rate decay, Polyak targets and random draws are unchanged. Runs
+of DQN and AC-IQN on the paper recipe check the hard target copies and the constant learning
+rate, and one of SAC with a learned temperature its third optimiser.
 
 Bit equality holds only where the floating-point kernels round as on the recording machine: a
 fixed computation that uses no marinenav code (:func:`machine_canary`) is recorded beside the
@@ -46,23 +46,23 @@ SHRINK = [
     "logger.progress_bar=false",
     "device=cpu",
 ]
-# (agent, recipe): the fast recipe (Polyak targets, learning-rate decay) for every agent, the
-# paper recipe (hard copies every 10,000 timesteps: here 1,000, constant rates) for two
-RUNS = [
-    *((name, "fast") for name in ("ac_iqn", "dqn", "sac", "ddpg", "iqn", "td3", "rainbow")),
-    *((name, "fast") for name in ("mappo", "ippo")),
-    ("ac_iqn", "paper"),
-    ("dqn", "paper"),
-]
-PAPER = ["training.target_update_interval=1000"]
+# run id -> (agent, recipe, further overrides): the fast recipe (Polyak targets, learning-rate
+# decay) for every agent, the paper recipe (hard copies, here every 1,000 timesteps, constant
+# rates) for two, and SAC with a learned temperature (its third optimiser)
+RUNS = {
+    **{f"{name}-fast": (name, "fast", ()) for name in
+       ("ac_iqn", "dqn", "sac", "ddpg", "iqn", "td3", "rainbow", "mappo", "ippo")},
+    **{f"{name}-paper": (name, "paper", ("training.target_update_interval=1000",))
+       for name in ("ac_iqn", "dqn")},
+    "sac-fast-learn_alpha": ("sac", "fast", ("agent.learn_alpha=true",)),
+}  # fmt: skip
 # the default run keeps ac_iqn, dqn, sac, ddpg and mappo (fast) and dqn (paper): about 35 s of
-# one core; the rest (about 40 s) run with `pytest -m slow`
-SLOW = {("iqn", "fast"), ("td3", "fast"), ("rainbow", "fast"), ("ippo", "fast"),
-        ("ac_iqn", "paper")}  # fmt: skip
+# one core; the rest (about 50 s) run with `pytest -m slow`
+SLOW = {"iqn-fast", "td3-fast", "rainbow-fast", "ippo-fast", "ac_iqn-paper", "sac-fast-learn_alpha"}
 
 
-def run_config(name: str, recipe: str):
-    extra = PAPER if recipe == "paper" else []
+def run_config(run: str):
+    name, recipe, extra = RUNS[run]
     return compose_config(f"agent={name}", f"recipe={recipe}", *SHRINK, *extra)
 
 
@@ -106,12 +106,12 @@ def optimizer_fingerprint(state: dict[str, Any]) -> dict[str, Any]:
     return {"state": fingerprint(moments), "param_groups": groups}
 
 
-def train_and_fingerprint(name: str, recipe: str, run_dir: Path) -> dict[str, Any]:
+def train_and_fingerprint(run: str, run_dir: Path) -> dict[str, Any]:
     """Train the run, then fingerprint what its final checkpoint holds: the update count, the
     agent's state dict, its optimisers, the rest of its training state (TD3's update counter,
     Rainbow's noise streams) and the random streams (the global one, the policy's)."""
     torch.set_num_threads(1)
-    Trainer(run_config(name, recipe), run_dir).train()
+    Trainer(run_config(run), run_dir).train()
     state = load_checkpoint(run_dir)
     agent = state["agent"]
     rest = {}
@@ -157,18 +157,10 @@ def recording() -> dict[str, Any]:
     return json.loads(RECORDING.read_text())
 
 
-def params(runs):
-    return [
-        pytest.param(name, recipe, marks=[pytest.mark.slow] if (name, recipe) in SLOW else [],
-                     id=f"{name}-{recipe}")
-        for name, recipe in runs
-    ]  # fmt: skip
-
-
-@pytest.mark.parametrize(("name", "recipe"), params(RUNS))
-def test_parameters_and_optimiser_states_equal_the_recording(
-    name: str, recipe: str, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize(
+    "run", [pytest.param(run, marks=[pytest.mark.slow] if run in SLOW else []) for run in RUNS]
+)
+def test_parameters_and_optimiser_states_equal_the_recording(run: str, tmp_path: Path) -> None:
     recorded = recording()
     if machine_canary() != recorded["canary"]:
         pytest.skip(
@@ -176,8 +168,8 @@ def test_parameters_and_optimiser_states_equal_the_recording(
             f"(recorded with torch {recorded['torch']}; here {torch.__version__}): bit parity "
             "cannot hold"
         )
-    expected = recorded["runs"][f"{name}-{recipe}"]
-    got = train_and_fingerprint(name, recipe, tmp_path)
+    expected = recorded["runs"][run]
+    got = train_and_fingerprint(run, tmp_path)
     assert got["updates"] == expected["updates"] > 0
     assert got["modules"].keys() == expected["modules"].keys()
     differing = [
@@ -197,11 +189,11 @@ def record(path: Path = RECORDING) -> None:
     import tempfile
 
     runs = {}
-    for name, recipe in RUNS:
+    for run in RUNS:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as directory:
-            runs[f"{name}-{recipe}"] = train_and_fingerprint(name, recipe, Path(directory) / "run")
-        print(f"{name}-{recipe}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            runs[run] = train_and_fingerprint(run, Path(directory) / "run")
+        print(f"{run}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     recorded = {"torch": torch.__version__, "canary": machine_canary(), "runs": runs}
     text = json.dumps(recorded, indent=1, sort_keys=True)
     path.write_text(text + "\n")
