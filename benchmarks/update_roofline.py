@@ -4,14 +4,15 @@ On a CPU an update of batch 64 is a few hundred small kernels; the matrix multip
 and backward, every network the update touches) are the part no implementation can avoid. This
 script measures, per agent:
 
-* ``update``: one ``agent.update(batch)`` (all its networks: losses, backward, clipping, Adam),
+* ``update``: one ``Updater(agent).update(batch)`` (all its networks: losses, backward,
+  clipping, Adam),
   the fastest of ``--repeats`` after a warm-up (interleaved with the floor's timings);
 * ``matmul floor``: the same update's matrix-multiply kernels (``aten::mm``, ``addmm``, ``bmm``,
   ``baddbmm``; shapes taken from a ``torch.profiler`` trace of one update) replayed alone on
   random operands of the same shapes and dtype, back to back;
 * ``overhead``: ``update / floor``: what element-wise kernels, autograd bookkeeping, clipping
   and the optimiser add on top;
-* with ``--compile``, ``compiled``: the same update through ``agent.compile_update()``
+* with ``--compile``, ``compiled``: the same update through ``Updater.compile()``
   (``torch.compile``; a second agent with the same seed, compiled before timing), timed in the
   same interleaved rounds.
 
@@ -32,6 +33,7 @@ import torch
 from tensordict import TensorDict
 
 from marinenav.agents import AGENT_NAMES, agent_class, make_agent
+from marinenav.training.updater import Updater
 
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 
@@ -72,11 +74,11 @@ def best_seconds(fns, repeats: int) -> list[float]:
     return [min(record) for record in times]
 
 
-def matmul_calls(agent, batch: TensorDict) -> list[tuple[str, list[list[int]]]]:
+def matmul_calls(updater: Updater, batch: TensorDict) -> list[tuple[str, list[list[int]]]]:
     """The matrix-multiply kernels one update runs: (op name, input shapes) in call order."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                 record_shapes=True) as prof:  # fmt: skip
-        agent.update(batch)
+        updater.update(batch)
     return [(e.name, e.input_shapes) for e in prof.events() if e.name in MATMULS]
 
 
@@ -114,19 +116,19 @@ def main() -> None:
     print(rule)
     for name in args.agents:
         generator = torch.Generator().manual_seed(0)
-        agent = make_agent(name)
-        batch = random_batch(args.batch, agent.action_kind, generator)
+        updater = Updater(make_agent(name))
+        batch = random_batch(args.batch, updater.agent.action_kind, generator)
         for _ in range(20):  # warm-up: allocator, Adam state
-            agent.update(batch)
-        calls = matmul_calls(agent, batch)
+            updater.update(batch)
+        calls = matmul_calls(updater, batch)
         floor_fn = replay_matmuls(calls, torch.float32, generator)
-        fns = [lambda: agent.update(batch), floor_fn]  # noqa: B023
+        fns = [lambda: updater.update(batch), floor_fn]  # noqa: B023
         if args.compile:
             # one agent per process in training: forget the other agents' graphs, which share
-            # code objects (Agent.step_optimizer, the optimisers' step) and their cache limit
+            # code objects (Updater._step, the optimisers' step) and their cache limit
             torch._dynamo.reset()
-            compiled = make_agent(name)
-            compiled.compile_update()
+            compiled = Updater(make_agent(name))
+            compiled.compile()
             start = time.perf_counter()
             for _ in range(3):  # eager warm-up, compilation, first compiled call
                 compiled.update(batch)

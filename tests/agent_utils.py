@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict
 
+from marinenav.training.updater import Updater
+
 
 def observation(batch: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
     """A random robot observation batch (robot frame, raw SI-like magnitudes)."""
@@ -37,13 +39,14 @@ def training_batch(batch: int, action_kind: str, seed: int = 0) -> TensorDict:
     return TensorDict({**observation(batch, gen), "action": action, "next": nxt}, [batch])
 
 
-def step_norm_with_plain_sgd(agent, network: torch.nn.Module, optimizer: str, kind: str) -> float:
-    """The length of one ``update`` step of ``network`` with its optimiser swapped for SGD with
-    learning rate 1, i.e. the clipped gradient norm."""
+def step_norm_with_plain_sgd(agent, network: torch.nn.Module, group: str, kind: str) -> float:
+    """The length of one update's step of ``network`` (parameter group ``group``) with its
+    optimiser swapped for SGD with learning rate 1, i.e. the clipped gradient norm."""
+    updater = Updater(agent)
     params = list(network.parameters())
     before = [p.detach().clone() for p in params]
-    agent.optimizers[optimizer] = torch.optim.SGD(params, lr=1.0)
-    agent.update(training_batch(32, kind))
+    updater.optimizers[group] = torch.optim.SGD(params, lr=1.0)
+    updater.update(training_batch(32, kind))
     pairs = zip(params, before, strict=True)
     return float(torch.sqrt(sum(((p.detach() - b) ** 2).sum() for p, b in pairs)))
 

@@ -20,6 +20,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents.base import OBSERVATION_KEYS, Agent
 from marinenav.envs import MarineNavEnv
+from marinenav.training.updater import Updater
 
 _BASE = json.loads((Path(__file__).parent / "data" / "one_robot_one_obstacle.json").read_text())
 
@@ -103,6 +104,7 @@ def train_briefly(
     ``normalize_observations=True`` and a learning rate of about 1e-3."""
     torch.manual_seed(seed)
     env = make_env(agent.action_kind, seed=seed)
+    updater = Updater(agent)
     agent.policy.set_epsilon(epsilon)
     agent.policy.train()
     replay: list[TensorDict] = []
@@ -116,7 +118,7 @@ def train_briefly(
         memory = torch.cat(replay)
         for _ in range(updates_per_iteration):
             index = torch.randint(0, memory.shape[0], (batch_size,))
-            agent.update(memory[index])
+            updater.update(memory[index])
         if iteration % target_every == 0:
-            agent.update_targets()
+            updater.update_targets()
     return evaluate(agent, env)

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from marinenav.agents.ac_iqn import ACIQNAgent, ACIQNConfig
+from marinenav.training.updater import Updater
 from tests.agent_utils import (
     assert_terminated_do_not_bootstrap,
     observation_of,
@@ -103,11 +104,12 @@ def test_cvar_alpha_outside_zero_one_is_refused() -> None:
 
 def test_critic_step_moves_only_the_critic() -> None:
     agent = ACIQNAgent()
+    updater = Updater(agent)
     actor, critic = snapshot(agent.actor), snapshot(agent.critic)
     targets = values(agent.loss_module.target_actor_params) + values(
         agent.loss_module.target_critic_params
     )
-    agent.critic_step(training_batch(32, "continuous"))
+    updater.step("critic", training_batch(32, "continuous"))
     assert unchanged(agent.actor, actor)
     assert not unchanged(agent.critic, critic)
     assert all(p.grad is None for p in agent.actor.parameters())  # the target actor has no grad
@@ -119,11 +121,12 @@ def test_critic_step_moves_only_the_critic() -> None:
 
 def test_actor_step_moves_only_the_actor_and_leaves_no_critic_gradient() -> None:
     agent = ACIQNAgent()
+    updater = Updater(agent)
     batch = training_batch(32, "continuous")
-    agent.critic_step(batch)
-    agent.optimizers["critic"].zero_grad(set_to_none=True)
+    updater.step("critic", batch)
+    updater.optimizers["critic"].zero_grad(set_to_none=True)
     actor, critic = snapshot(agent.actor), snapshot(agent.critic)
-    agent.actor_step(batch)
+    updater.step("actor", batch)
     assert unchanged(agent.critic, critic)
     assert all(p.grad is None for p in agent.critic.parameters())
     assert not unchanged(agent.actor, actor)
@@ -132,12 +135,14 @@ def test_actor_step_moves_only_the_actor_and_leaves_no_critic_gradient() -> None
 def test_update_steps_the_critic_then_the_actor_against_the_updated_critic() -> None:
     batch = training_batch(32, "continuous")
     first, second = ACIQNAgent(), ACIQNAgent()  # identical (seeded) networks
+    updaters = Updater(first), Updater(second)
     torch.manual_seed(0)
-    losses = first.update(batch)
+    losses = updaters[0].update(batch)
     assert set(losses.keys()) == {"loss_critic", "loss_actor"}
     assert all(v.dim() == 0 and not v.requires_grad for v in losses.values())
     torch.manual_seed(0)
-    torch.testing.assert_close(losses["loss_critic"], second.critic_step(batch))
+    critic_step = updaters[1].step("critic", batch)
+    torch.testing.assert_close(losses["loss_critic"], critic_step["loss_critic"])
     torch.testing.assert_close(losses["loss_actor"], second.loss_module.actor_loss(batch))
 
 

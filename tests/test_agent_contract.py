@@ -1,8 +1,9 @@
 """The agent contract (``marinenav.agents.base``), for every registered agent: declared
-capabilities, seeding, the original's parameter counts, an update through the learner the agent's
-class names (moves every optimised network, never a target until ``update_targets``, reads
-nothing back to the host), a checkpoint round trip (``training_state_dict`` and ``rng_state``)
-and an export round trip (export, ``load_planner``, the planner's action equal to the agent's
+capabilities and objectives, seeding, the original's parameter counts, an update through the
+learner the agent's class names and the trainer's ``Updater`` (moves every optimised network,
+never a target until ``update_targets``, reads nothing back to the host), a checkpoint round
+trip (``training_state_dict``, the updater's ``state_dict`` and ``rng_state``) and an export
+round trip (export, ``load_planner``, the planner's action equal to the agent's
 ``planner_action`` on the live network). Algorithm-specific checks stay in
 ``tests/test_agent_<name>.py``."""
 
@@ -20,7 +21,7 @@ from tensordict.nn import TensorDictParams
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.agents import AGENT_NAMES, agent_class, make_agent
-from marinenav.agents.base import Agent, AgentConfig, ReplayOptions
+from marinenav.agents.base import Agent, AgentConfig, Objective, ReplayOptions
 from marinenav.planner import PlannerPolicy, load_planner
 from marinenav.planner.convention import (
     EXTRA_INPUT_EXAMPLES,
@@ -32,6 +33,7 @@ from marinenav.planner.convention import (
 from marinenav.planner.export import export_torchscript
 from marinenav.training.learners import LEARNERS
 from marinenav.training.trainer import Trainer
+from marinenav.training.updater import Updater
 from tests.agent_utils import planner_observation, robot_observations
 from tests.run_utils import tiny_config
 from tests.sync_utils import count_read_backs
@@ -55,15 +57,15 @@ def snapshot(tensors) -> list[torch.Tensor]:
 
 def target_pairs(agent: Agent) -> list[tuple[str, TensorDictParams, TensorDictParams]]:
     """``(name, online, target)`` parameter TensorDicts of the agent's loss module (TorchRL's
-    ``<name>_params`` / ``target_<name>_params``), restricted to the trainable leaves (noise
-    buffers are no parameters and are never copied)."""
-    loss = agent.loss_module
+    ``<name>_params`` / ``target_<name>_params``), found by their names (not through
+    ``agent.target_pairs()``, which this test checks)."""
+    children = dict(agent.loss_module.named_children())
     pairs = []
-    for attribute in dir(loss):
+    for attribute, target in children.items():
         if attribute.startswith("target_") and attribute.endswith("_params"):
-            online = getattr(loss, attribute.removeprefix("target_"), None)
+            online = children.get(attribute.removeprefix("target_"))
             if isinstance(online, TensorDictParams):
-                pairs.append((attribute, online, getattr(loss, attribute)))
+                pairs.append((attribute, online, target))
     return pairs
 
 
@@ -78,16 +80,18 @@ def train_until_first_update(name: str, run_dir: Path) -> tuple[Trainer, dict, T
     (optimised parameters per optimiser, trainable target leaves), and the losses it returned;
     read-backs of every learn call are counted into ``snapshots["read_backs"]``."""
     trainer = Trainer(tiny_config(f"agent={name}"), run_dir)
-    agent, read_backs = trainer.agent, 0
+    updater, read_backs = trainer.updater, 0
     for _ in range(500):
         trainer.step_environments()
         trainer.timesteps += trainer.env.num_envs
         before = {
             "optimised": {
                 k: snapshot(p for group in opt.param_groups for p in group["params"])
-                for k, opt in agent.optimizers.items()
+                for k, opt in updater.optimizers.items()
             },
-            "targets": {a: snapshot(trainable_leaves(o, t)[1]) for a, o, t in target_pairs(agent)},
+            "targets": {
+                a: snapshot(trainable_leaves(o, t)[1]) for a, o, t in target_pairs(trainer.agent)
+            },
         }
         with count_read_backs() as counts:
             losses, count = trainer.learner.learn(trainer.timesteps)
@@ -103,7 +107,21 @@ def test_capabilities_are_declared(name: str) -> None:
     assert cls.name == name and cls.action_kind in ("discrete", "continuous")
     assert dataclasses.is_dataclass(cls.config_class) and issubclass(cls.config_class, AgentConfig)
     assert cls.learning in LEARNERS and isinstance(cls.epsilon_greedy, bool)
-    assert isinstance(make_agent(name).replay_options(), ReplayOptions)
+    agent = make_agent(name)
+    assert isinstance(agent.replay_options(), ReplayOptions)
+    # the objectives name their steps and parameter groups once each, and together the groups
+    # hold every trainable parameter of the online networks, each once
+    objectives = agent.objectives()
+    assert objectives and all(isinstance(o, Objective) for o in objectives)
+    assert len({o.name for o in objectives}) == len(objectives)
+    groups = [g for o in objectives for g in o.groups]
+    assert len({g.name for g in groups}) == len(groups)
+    stepped = [p for g in groups for p in g.parameters]
+    assert len({id(p) for p in stepped}) == len(stepped)
+    trainable = {id(p) for p in agent.parameters() if p.requires_grad}
+    assert {id(p) for p in stepped} == trainable
+    # the declared target pairs are the loss module's target parameter sets
+    assert [t for _, t in agent.target_pairs()] == sorted(a for a, _, _ in target_pairs(agent))
     # the original's file-name spelling leads back to the agent
     assert agent_type_name(cls.model_type) == name
     assert planner_file_name(name) == f"traced_{cls.model_type}_model.pt"
@@ -151,13 +169,13 @@ def test_update_moves_the_optimised_networks_only_and_reads_nothing_back(
     name: str, tmp_path: Path
 ) -> None:
     trainer, before, losses = train_until_first_update(name, tmp_path)
-    agent = trainer.agent
+    agent, updater = trainer.agent, trainer.updater
     assert before["read_backs"] == 0
     assert before["count"] >= 1
     assert all(v.dim() == 0 and not v.requires_grad for v in losses.values())
     assert "priority" not in losses.keys()  # the learner hands priorities to its sampler
     # every optimiser moved its network
-    for key, optimizer in agent.optimizers.items():
+    for key, optimizer in updater.optimizers.items():
         now = [p for group in optimizer.param_groups for p in group["params"]]
         assert any(
             not torch.equal(p, b) for p, b in zip(now, before["optimised"][key], strict=True)
@@ -170,7 +188,7 @@ def test_update_moves_the_optimised_networks_only_and_reads_nothing_back(
             for t, b in zip(target_leaves, before["targets"][attribute], strict=True)
         ), attribute
         assert any(not torch.equal(o, t) for o, t in zip(online_leaves, target_leaves, strict=True))
-    agent.update_targets()
+    updater.update_targets()
     for attribute, online, target in target_pairs(agent):
         online_leaves, target_leaves = trainable_leaves(online, target)
         assert all(torch.equal(o, t) for o, t in zip(online_leaves, target_leaves, strict=True)), (
@@ -181,19 +199,23 @@ def test_update_moves_the_optimised_networks_only_and_reads_nothing_back(
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_checkpoint_round_trip(name: str, tmp_path: Path) -> None:
     trainer, _, _ = train_until_first_update(name, tmp_path)
-    agent = trainer.agent
+    agent, updater = trainer.agent, trainer.updater
     state = copy.deepcopy(agent.training_state_dict())  # state_dict() tensors alias live ones
+    learned = copy.deepcopy(updater.state_dict())
     rng = copy.deepcopy(agent.rng_state())
     assert rng  # the policy has acted: its stream is part of the state
 
     restored = make_agent(name, seed=12345)  # other initial networks and stream
+    restored_updater = Updater(restored)
     restored.load_training_state_dict(state)
+    restored_updater.load_state_dict(learned)
     restored.load_rng_state(rng)
     live, back = agent.state_dict(), restored.state_dict()
     assert live.keys() == back.keys() and all(torch.equal(live[k], back[k]) for k in live)
-    for key, optimizer in agent.optimizers.items():
+    assert restored_updater.updates == updater.updates > 0
+    for key, optimizer in updater.optimizers.items():
         saved = optimizer.state_dict()["state"]
-        loaded = restored.optimizers[key].state_dict()["state"]
+        loaded = restored_updater.optimizers[key].state_dict()["state"]
         assert saved.keys() == loaded.keys() and saved
         for index, moments in saved.items():
             for moment, value in moments.items():

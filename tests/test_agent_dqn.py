@@ -10,12 +10,14 @@ import torch
 import torch.nn.functional as F
 
 from marinenav.agents.dqn import DQNAgent, DQNConfig
+from marinenav.training.updater import Updater
 from tests.agent_utils import step_norm_with_plain_sgd, training_batch
 from tests.learning_utils import random_return, train_briefly
 
 
 def test_loss_is_smooth_l1_to_the_vanilla_target() -> None:
     agent = DQNAgent()
+    updater = Updater(agent)
     batch = training_batch(16, "discrete")
     net = agent.network
     with torch.no_grad():
@@ -28,7 +30,7 @@ def test_loss_is_smooth_l1_to_the_vanilla_target() -> None:
         expected = F.smooth_l1_loss(chosen, target)
     loss = agent.loss_module(batch)["loss"]
     torch.testing.assert_close(loss, expected)
-    torch.testing.assert_close(agent.update(batch)["loss_q"], expected)
+    torch.testing.assert_close(updater.update(batch)["loss_q"], expected)
 
 
 def test_gradient_norm_is_clipped() -> None:
@@ -48,6 +50,7 @@ def _q(net, td) -> torch.Tensor:
 
 def test_double_q_target_picks_the_next_action_with_the_online_network() -> None:
     agent = DQNAgent(DQNConfig(double_q=True))
+    updater = Updater(agent)
     target_net = copy.deepcopy(agent.network)
     with torch.no_grad():  # the online network moves away from its (target) copy
         for p in agent.network.parameters():
@@ -62,11 +65,12 @@ def test_double_q_target_picks_the_next_action_with_the_online_network() -> None
         assert not torch.equal(value, vanilla)  # the two targets differ on this batch
         target = nxt["reward"].squeeze(-1) + 0.99 * (~nxt["terminated"].squeeze(-1)) * value
         expected = F.smooth_l1_loss(chosen, target)
-    torch.testing.assert_close(agent.update(batch)["loss_q"], expected)
+    torch.testing.assert_close(updater.update(batch)["loss_q"], expected)
 
 
 def test_n_step_transitions_discount_by_their_own_gamma_to_the_m() -> None:
     agent = DQNAgent(DQNConfig(n_step=3))
+    updater = Updater(agent)
     assert agent.replay_options().n_step == 3 and DQNAgent().replay_options().n_step == 1
     batch = training_batch(16, "discrete")
     batch["discount"] = torch.tensor([0.99, 0.99**2, 0.99**3, 0.99**3] * 4).unsqueeze(-1)
@@ -79,7 +83,7 @@ def test_n_step_transitions_discount_by_their_own_gamma_to_the_m() -> None:
         expected = F.smooth_l1_loss(chosen, nxt["reward"].squeeze(-1) + bootstrap)
         one_step = agent.loss_module(batch.exclude("discount"))["loss"]
     assert not torch.allclose(one_step, expected)  # the per-sample discount matters
-    torch.testing.assert_close(agent.update(batch)["loss_q"], expected)
+    torch.testing.assert_close(updater.update(batch)["loss_q"], expected)
     assert "steps_to_next_obs" not in batch.keys()  # the caller's batch is left as it was
 
 

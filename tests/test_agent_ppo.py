@@ -32,6 +32,7 @@ from marinenav.agents.ppo import (
 from marinenav.envs import MarineNavEnv, transition
 from marinenav.policy.networks import squash
 from marinenav.training.rollout import RolloutLearner
+from marinenav.training.updater import Updater
 from tests.agent_utils import robot_observations
 from tests.compile_utils import needs_cxx
 from tests.sync_utils import count_read_backs
@@ -227,7 +228,7 @@ def test_gae_bootstraps_at_truncation_and_not_at_termination() -> None:
 def test_advantages_are_standardised_over_the_robot_steps_that_acted() -> None:
     agent = MAPPOAgent()
     env = MarineNavEnv(4, "continuous", num_robots=3, seed=2, validate=False, max_episode_steps=5)
-    learner = RolloutLearner(agent, _run_config(4, 3), "cpu")
+    learner = RolloutLearner(agent, Updater(agent), _run_config(4, 3), "cpu")
     _steps(agent, env, learner, env.reset(), 6)  # an episode restarts in there
     rollout = learner.buffer[:, :6].clone()
     rollout["agents", "active"][:, :, 2] = False  # one robot idle throughout
@@ -299,7 +300,7 @@ def test_pooling_over_the_other_acting_robots_against_a_loop() -> None:
 def test_one_learner_cycle_on_the_env_moves_the_networks_without_host_reads(cls) -> None:
     agent = cls(PPOConfig(rollout_steps=4, epochs=2, minibatches=4))
     env = MarineNavEnv(5, "continuous", num_robots=3, seed=0, validate=False, max_episode_steps=2)
-    learner = RolloutLearner(agent, _run_config(5, 3), "cpu")
+    learner = RolloutLearner(agent, Updater(agent), _run_config(5, 3), "cpu")
     before = {name: p.detach().clone() for name, p in agent.named_parameters()}
     td = env.reset()
     with count_read_backs() as counts:
@@ -331,19 +332,21 @@ def test_learner_state_round_trip_mid_rollout_continues_identically(cls) -> None
         agent.policy.set_seed(seed)
         env = MarineNavEnv(4, "continuous", num_robots=3, seed=seed, validate=False,
                            max_episode_steps=3)  # fmt: skip
-        return agent, env, RolloutLearner(agent, _run_config(4, 3, seed), "cpu")
+        updater = Updater(agent)
+        return agent, env, RolloutLearner(agent, updater, _run_config(4, 3, seed), "cpu")
 
     agent, env, learner = build(0)
     td, _ = _steps(agent, env, learner, env.reset(), 4 + 2)  # one learned rollout, 2 steps in
     snapshot = copy.deepcopy(
-        {"agent": agent.training_state_dict(), "rng": agent.rng_state(),
-         "learner": learner.state_dict(), "sim": env.sim.state_dict()}
+        {"agent": agent.training_state_dict(), "updater": learner.updater.state_dict(),
+         "rng": agent.rng_state(), "learner": learner.state_dict(), "sim": env.sim.state_dict()}
     )  # fmt: skip
     _, learned = _steps(agent, env, learner, td, 2)
 
     other, other_env, other_learner = build(9)
     other_env.reset()
     other.load_training_state_dict(snapshot["agent"])
+    other_learner.updater.load_state_dict(snapshot["updater"])
     other.load_rng_state(snapshot["rng"])
     other_learner.load_state_dict(snapshot["learner"])
     other_env.sim.load_state_dict(snapshot["sim"])
@@ -361,17 +364,18 @@ def test_learner_state_round_trip_mid_rollout_continues_identically(cls) -> None
 @pytest.mark.slow
 @pytest.mark.parametrize("cls", AGENTS)
 def test_compiled_update_and_acting_equal_eager_and_compile_once(cls) -> None:
-    """``compile_update()`` on rollout minibatches and ``compile_policy()`` (the actor's
+    """``Updater.compile()`` on rollout minibatches and ``compile_policy()`` (the actor's
     ``mu, sigma`` module; the noise stays eager): eager's losses, parameters (to ``1e-6``, a
     hundredth of one Adam step) and actions, no graph made after the first compiled call."""
     torch._dynamo.reset()
     counters.clear()
     eager, compiled = cls(), cls()
-    compiled.compile_update()
+    updaters = Updater(eager), Updater(compiled)
+    updaters[1].compile()
     for k in range(4):
         batch = _minibatch(eager, 16, 3, seed=k)
         with torch._dynamo.config.patch(error_on_recompile=k > 1):
-            results = [agent.update(batch.clone()) for agent in (eager, compiled)]
+            results = [updater.update(batch.clone()) for updater in updaters]
         for key, value in results[0].items():
             torch.testing.assert_close(results[1][key], value, rtol=1e-5, atol=1e-6)
     assert counters["stats"]["unique_graphs"] >= 1
@@ -437,11 +441,12 @@ def test_bad_input_gets_a_clear_error() -> None:
     with pytest.raises(ValueError, match="epsilon-greedy"):
         agent.policy.set_epsilon(0.1)
     agent.policy.set_epsilon(0.0)
+    updater = Updater(agent)
     with pytest.raises(ValueError, match="minibatches=3 must divide the 4 rows"):
-        RolloutLearner(agent, _run_config(2, 3), "cpu")
-    learner = RolloutLearner(agent, _run_config(3, 5), "cpu")
+        RolloutLearner(agent, updater, _run_config(2, 3), "cpu")
+    learner = RolloutLearner(agent, updater, _run_config(3, 5), "cpu")
     env = MarineNavEnv(3, "continuous", num_robots=3, seed=0, validate=False)
     with pytest.raises(ValueError, match=r"built for \[E, R\] = \[3, 5\]"):
         _steps(agent, env, learner, env.reset(), 1)
     with pytest.raises(ValueError, match="missing"):
-        agent.losses(_minibatch(agent, 4, 3).exclude(ADVANTAGE_KEY))
+        updater.update(_minibatch(agent, 4, 3).exclude(ADVANTAGE_KEY))

@@ -22,6 +22,7 @@ from marinenav.agents.rainbow import (
     RainbowNetwork,
     project_distribution,
 )
+from marinenav.training.updater import Updater
 from tests.agent_utils import observation, step_norm_with_plain_sgd, training_batch
 from tests.learning_utils import random_return, train_briefly
 
@@ -135,16 +136,18 @@ def expected_loss(agent: RainbowAgent, batch, online_argmax: bool = True):
         return -(m * log_p_taken).sum(-1)
 
 
-def perturbed_agent(**config) -> RainbowAgent:
-    """An agent whose online network differs from its target (one update on a random batch)."""
+def perturbed_agent(**config) -> tuple[RainbowAgent, Updater]:
+    """An agent whose online network differs from its target (one update on a random batch),
+    and its updater."""
     agent = RainbowAgent(RainbowConfig(**config))
-    agent.optimizers["q"] = torch.optim.SGD(agent.network.parameters(), lr=0.5)
-    agent.update(training_batch(64, "discrete", seed=7))
-    return agent
+    updater = Updater(agent)
+    updater.optimizers["q"] = torch.optim.SGD(agent.network.parameters(), lr=0.5)
+    updater.update(training_batch(64, "discrete", seed=7))
+    return agent, updater
 
 
 def test_loss_is_double_q_c51_cross_entropy() -> None:
-    agent = perturbed_agent()
+    agent, _ = perturbed_agent()
     batch = training_batch(32, "discrete", seed=1)
     batch["next", "reward"] = batch["next", "reward"] * 4
     agent.loss_module.resample_noise(torch.Generator().manual_seed(0))
@@ -157,7 +160,7 @@ def test_loss_is_double_q_c51_cross_entropy() -> None:
 
 
 def test_terminated_does_not_bootstrap_and_truncated_does() -> None:
-    agent = perturbed_agent()
+    agent, _ = perturbed_agent()
     batch = training_batch(8, "discrete", seed=2)
     batch["next", "reward"] = torch.full((8, 1), 1.25)
     batch["next", "terminated"] = torch.tensor([True] * 4 + [False] * 4).unsqueeze(-1)
@@ -179,7 +182,7 @@ def test_terminated_does_not_bootstrap_and_truncated_does() -> None:
 
 
 def test_per_sample_discount_and_default_gamma_to_the_n() -> None:
-    agent = perturbed_agent()
+    agent, _ = perturbed_agent()
     batch = training_batch(16, "discrete", seed=3)
     agent.loss_module.resample_noise(torch.Generator().manual_seed(0))
     default = agent.loss_module(batch)["loss_per_sample"]
@@ -192,7 +195,7 @@ def test_per_sample_discount_and_default_gamma_to_the_n() -> None:
 
 
 def test_importance_weights_weight_the_mean() -> None:
-    agent = perturbed_agent()
+    agent, _ = perturbed_agent()
     batch = training_batch(16, "discrete", seed=4)
     agent.loss_module.resample_noise(torch.Generator().manual_seed(0))
     plain = agent.loss_module(batch)
@@ -214,14 +217,14 @@ def test_importance_weights_weight_the_mean() -> None:
 
 
 def test_update_returns_priorities_loss_to_the_exponent() -> None:
-    agent = perturbed_agent(priority_exponent=0.5)
+    agent, updater = perturbed_agent(priority_exponent=0.5)
     batch = training_batch(32, "discrete", seed=5)
     generator = agent.noise_generator(torch.device("cpu"))
     state = generator.get_state()
     agent.loss_module.resample_noise(generator)
     expected = agent.loss_module(batch)["loss_per_sample"]
-    generator.set_state(state)  # update() draws the same noise
-    out = agent.update(batch)
+    generator.set_state(state)  # the update draws the same noise
+    out = updater.update(batch)
     assert out["priority"].shape == (32,) and not out["priority"].requires_grad
     torch.testing.assert_close(out["priority"], expected**0.5)
     torch.testing.assert_close(out["loss_q"], expected.mean())
@@ -230,13 +233,14 @@ def test_update_returns_priorities_loss_to_the_exponent() -> None:
 
 def test_target_copy_takes_the_parameters_and_leaves_the_noise() -> None:
     agent = RainbowAgent()
+    updater = Updater(agent)
     online = agent.loss_module.value_network_params
     target = agent.loss_module.target_value_network_params
     params = [key for key, value in online.items(True, True) if value.requires_grad]
     assert len(params) == 2 + 2 + 6 * 4  # encoder weights and biases, 6 noisy layers
     for seed in range(2):
-        agent.update(training_batch(32, "discrete", seed=seed))
-    agent.update_targets()
+        updater.update(training_batch(32, "discrete", seed=seed))
+    updater.update_targets()
     assert all(torch.equal(target.get(key), online.get(key)) for key in params)
     # the noise buffers are not copied: each network keeps its own noise
     key = ("advantage", "layers", "2", "weight_epsilon")
@@ -297,21 +301,22 @@ def test_learns_the_tiny_problem() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_update_and_acting_never_synchronise() -> None:
     agent = RainbowAgent().to("cuda")
+    updater = Updater(agent)
     batch = training_batch(64, "discrete").to("cuda")
     batch["discount"] = torch.full((64, 1), 0.99**2, device="cuda")
     batch["_weight"] = torch.rand(64, device="cuda")
     obs = observation(64, torch.Generator().manual_seed(0))
     td = TensorDict({("agents", k): v for k, v in obs.items()}, batch_size=[64]).to("cuda")
-    agent.update(batch)  # the optimizer state is made at the first step
+    updater.update(batch)  # the optimizer state is made at the first step
     agent.policy(td.clone())
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         for _ in range(3):
-            out = agent.update(batch)
+            out = updater.update(batch)
             with set_exploration_type(ExplorationType.RANDOM):
                 agent.policy(td.clone())
-        agent.update_targets()
+        updater.update_targets()
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert out["priority"].device.type == "cuda"
@@ -319,10 +324,14 @@ def test_cuda_update_and_acting_never_synchronise() -> None:
 
 def test_checkpoint_state_restores_the_noise_stream() -> None:
     agent = RainbowAgent()
-    agent.update(training_batch(16, "discrete"))
+    updater = Updater(agent)
+    updater.update(training_batch(16, "discrete"))
     state = copy.deepcopy(agent.training_state_dict())  # state_dict() tensors alias the live ones
-    expected = agent.update(training_batch(16, "discrete"))["loss_q"]
+    learned = copy.deepcopy(updater.state_dict())
+    expected = updater.update(training_batch(16, "discrete"))["loss_q"]
     restored = RainbowAgent()
+    restored_updater = Updater(restored)
     restored.load_training_state_dict(state)
-    loss = restored.update(training_batch(16, "discrete"))["loss_q"]
+    restored_updater.load_state_dict(learned)
+    loss = restored_updater.update(training_batch(16, "discrete"))["loss_q"]
     torch.testing.assert_close(loss, expected, rtol=0, atol=0)

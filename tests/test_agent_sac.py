@@ -15,6 +15,7 @@ from torch.distributions import Normal
 
 from marinenav.agents.sac import AtanSquashedNormal, SACAgent, SACConfig
 from marinenav.policy.networks import QCritic, squash
+from marinenav.training.updater import Updater
 from tests.agent_utils import all_equal, observation_of, parameter_values, training_batch
 from tests.learning_utils import random_return, train_briefly
 
@@ -106,8 +107,9 @@ def test_one_dimensional_density_integrates_to_one(loc: float, scale: float) -> 
 def test_critic_target_is_the_soft_min_q_of_the_current_actor() -> None:
     cfg = SACConfig()
     agent = SACAgent(cfg)
+    updater = Updater(agent)
     targets = [agent.critic_network(k) for k in (0, 1)]
-    agent.update(training_batch(64, "continuous", seed=1))  # online moves, targets stay
+    updater.update(training_batch(64, "continuous", seed=1))  # online moves, targets stay
     assert _state_equal(agent.critic_network(0, target=True), targets[0])
     batch = training_batch(16, "continuous", seed=2)
     nxt = batch["next"]
@@ -125,6 +127,7 @@ def test_critic_target_is_the_soft_min_q_of_the_current_actor() -> None:
 def test_n_step_transitions_discount_the_soft_value_by_their_own_gamma_to_the_m() -> None:
     cfg = SACConfig(n_step=3, gamma=0.5)  # a small gamma, so that gamma ** m differ visibly
     agent = SACAgent(cfg)
+    updater = Updater(agent)
     assert agent.replay_options().n_step == 3 and SACAgent().replay_options().n_step == 1
     batch = training_batch(16, "continuous", seed=5)
     batch["discount"] = torch.tensor([0.5, 0.5**2, 0.5**3, 0.5**3] * 4).unsqueeze(-1)
@@ -138,7 +141,7 @@ def test_n_step_transitions_discount_the_soft_value_by_their_own_gamma_to_the_m(
         one_step, _ = agent.loss_module.qvalue_v2_loss(batch.exclude("discount"))
     assert not torch.allclose(one_step, expected)  # the per-sample discount matters
     torch.manual_seed(7)
-    torch.testing.assert_close(agent.update(batch)["loss_critic"], expected)
+    torch.testing.assert_close(updater.update(batch)["loss_critic"], expected)
     assert "steps_to_next_obs" not in batch.keys()  # the caller's batch is left as it was
 
 
@@ -162,6 +165,7 @@ def test_actor_loss_is_alpha_log_pi_minus_min_q() -> None:
 
 def test_each_step_moves_only_its_own_network() -> None:
     agent = SACAgent(SACConfig(learn_alpha=True))
+    updater = Updater(agent)
     lm = agent.loss_module
     batch = training_batch(32, "continuous", seed=4)
     actor, critics = (
@@ -171,25 +175,34 @@ def test_each_step_moves_only_its_own_network() -> None:
     targets = parameter_values(lm.target_qvalue_network_params)
     log_alpha = lm.log_alpha.detach().clone()
 
-    agent.critic_step(batch)
+    updater.step("critics", batch)
     assert all_equal(parameter_values(lm.actor_network_params), actor)
     assert not all_equal(parameter_values(lm.qvalue_network_params), critics)
+    assert torch.equal(lm.log_alpha, log_alpha)
     critics = parameter_values(lm.qvalue_network_params)
 
-    agent.actor_step(batch)
+    # the actor's step also steps the learned temperature, on its own loss: no gradient of the
+    # actor loss reaches alpha, none of the alpha loss the actor
+    trainable = [p for p in lm.actor_network_params.values(True, True) if p.requires_grad]
+    losses = lm.actor_loss(batch)[0], lm.alpha_loss(torch.zeros(32)).mean()
+    grads = [torch.autograd.grad(loss, (lm.log_alpha, *trainable), allow_unused=True)
+             for loss in losses]  # fmt: skip
+    assert grads[0][0] is None and all(g is None for g in grads[1][1:])
+    updater.step("actor", batch)
     assert all_equal(parameter_values(lm.qvalue_network_params), critics)
     assert not all_equal(parameter_values(lm.actor_network_params), actor)
-    assert torch.equal(lm.log_alpha, log_alpha)
+    assert not torch.equal(lm.log_alpha, log_alpha)
     # neither step touches the targets
     assert all_equal(parameter_values(lm.target_qvalue_network_params), targets)
 
 
 def test_each_critic_gradient_is_clipped_separately() -> None:
     agent = SACAgent(SACConfig(grad_clip_norm=1e-3))
+    updater = Updater(agent)
     params = agent.critic_parameters()
-    agent.optimizers["critics"] = torch.optim.SGD(params, lr=1.0)
+    updater.optimizers["critics"] = torch.optim.SGD(params, lr=1.0)
     before = [p.detach().clone() for p in params]
-    agent.critic_step(training_batch(32, "continuous", seed=5))
+    updater.step("critics", training_batch(32, "continuous", seed=5))
     steps = torch.stack([((p - b) ** 2).flatten(1).sum(1) for p, b in
                          zip(params, before, strict=True)]).sum(0).sqrt()  # fmt: skip
     # both raw norms exceed the limit, so each critic's step has the full length 1e-3 (a joint
@@ -200,15 +213,19 @@ def test_each_critic_gradient_is_clipped_separately() -> None:
 def test_temperature_is_fixed_by_default_and_learned_on_request() -> None:
     batch = training_batch(32, "continuous", seed=6)
     fixed = SACAgent()
-    out = fixed.update(batch)
+    fixed_updater = Updater(fixed)
+    out = fixed_updater.update(batch)
     torch.testing.assert_close(out["alpha"], torch.tensor(0.078))
     torch.testing.assert_close(fixed.alpha, torch.tensor(0.078))
-    assert "alpha" not in fixed.optimizers and not fixed.loss_module.log_alpha.requires_grad
+    assert "alpha" not in fixed_updater.optimizers
+    assert not fixed.loss_module.log_alpha.requires_grad
     learned = SACAgent(SACConfig(learn_alpha=True))
-    out = learned.update(batch)
-    assert not torch.equal(learned.alpha, torch.tensor(0.078).log().exp())
+    initial = learned.alpha
+    out = Updater(learned).update(batch)
+    assert not torch.equal(learned.alpha, initial)
     assert set(out.keys()) == {"loss_critic", "loss_actor", "loss_alpha", "alpha"}
     assert out["loss_alpha"].dim() == 0
+    assert torch.equal(out["alpha"], initial)  # the temperature the update's actor loss used
 
 
 def test_learns_the_tiny_problem() -> None:

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from marinenav.agents.td3 import TD3Agent, TD3Config
+from marinenav.training.updater import Updater
 from tests.agent_utils import all_equal, observation_of, training_batch
 from tests.learning_utils import random_return, train_briefly
 
@@ -38,8 +39,9 @@ def hand_loss(agent: TD3Agent, target_actor, batch, discount=0.99) -> torch.Tens
 
 def test_critic_loss_is_smooth_l1_to_the_min_of_the_target_critics() -> None:
     agent = TD3Agent(TD3Config(policy_noise=0.0))
+    updater = Updater(agent)
     target_actor = copy.deepcopy(agent.actor)
-    agent.update(training_batch(64, "continuous", seed=1))  # online moves, targets stay
+    updater.update(training_batch(64, "continuous", seed=1))  # online moves, targets stay
     batch = training_batch(32, "continuous", seed=2)
     expected = hand_loss(agent, target_actor, batch)
     # the two critics start apart (seeds +1, +2), so the min differs from either critic alone
@@ -47,7 +49,7 @@ def test_critic_loss_is_smooth_l1_to_the_min_of_the_target_critics() -> None:
                          snapshot(agent.critic_network(1).parameters()))  # fmt: skip
     loss, _ = agent.loss_module.value_loss(batch.clone())
     torch.testing.assert_close(loss, expected)
-    out = agent.update(batch)
+    out = updater.update(batch)
     assert set(out.keys()) == {"loss_critic", "loss_actor"}
     torch.testing.assert_close(out["loss_critic"], expected)
 
@@ -67,11 +69,12 @@ def test_smoothing_noise_moves_the_target_and_its_clip_bounds_it() -> None:
 
 def test_actor_steps_on_every_policy_delay_th_update_from_the_first() -> None:
     agent = TD3Agent(TD3Config(policy_delay=3))
+    updater = Updater(agent)
     moved = []
     for call in range(7):
         actor = snapshot(agent.actor.parameters())
         critics = snapshot(agent.critic_parameters())
-        out = agent.update(training_batch(32, "continuous", seed=10 + call))
+        out = updater.update(training_batch(32, "continuous", seed=10 + call))
         assert not all_equal(snapshot(agent.critic_parameters()), critics)
         moved.append(not all_equal(snapshot(agent.actor.parameters()), actor))
         if moved[-1]:
@@ -82,23 +85,28 @@ def test_actor_steps_on_every_policy_delay_th_update_from_the_first() -> None:
 
 def test_the_actor_phase_survives_a_checkpoint() -> None:
     agent = TD3Agent()  # policy_delay 2
-    agent.update(training_batch(32, "continuous", seed=20))  # actor steps; next call does not
+    updater = Updater(agent)
+    updater.update(training_batch(32, "continuous", seed=20))  # actor steps; the next does not
     resumed = TD3Agent()
+    resumed_updater = Updater(resumed)
     resumed.load_training_state_dict(copy.deepcopy(agent.training_state_dict()))
-    assert resumed.critic_updates == 1
+    resumed_updater.load_state_dict(copy.deepcopy(updater.state_dict()))
+    assert resumed_updater.updates == 1
     actor = snapshot(resumed.actor.parameters())
-    resumed.update(training_batch(32, "continuous", seed=21))
+    out = resumed_updater.update(training_batch(32, "continuous", seed=21))
     assert all_equal(snapshot(resumed.actor.parameters()), actor)
+    assert torch.equal(out["loss_actor"], torch.zeros(()))  # no actor step since the resume
 
 
 def test_n_step_transitions_discount_by_their_own_gamma_to_the_m() -> None:
     agent = TD3Agent(TD3Config(n_step=3, policy_noise=0.0))
+    updater = Updater(agent)
     assert agent.replay_options().n_step == 3 and TD3Agent().replay_options().n_step == 1
     batch = training_batch(16, "continuous", seed=5)
     discount = torch.tensor([0.99, 0.99**2, 0.99**3, 0.99**3] * 4)
     batch["discount"] = discount.unsqueeze(-1)
     expected = hand_loss(agent, agent.actor, batch, discount=discount)
-    torch.testing.assert_close(agent.update(batch)["loss_critic"], expected)
+    torch.testing.assert_close(updater.update(batch)["loss_critic"], expected)
     assert "steps_to_next_obs" not in batch.keys()  # the caller's batch is left as it was
 
 

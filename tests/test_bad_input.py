@@ -169,7 +169,7 @@ def test_a_diverging_run_stops_and_keeps_the_last_good_checkpoint(
     # a poisoned parameter is caught before the next checkpoint even between logs
     log = "logger.interval=40" if broken == "loss" else "logger.interval=1000"
     trainer = Trainer(tiny_config("agent=dqn", log), tmp_path)
-    update = trainer.agent.update
+    update = trainer.updater.update
 
     def poisoned_update(batch):
         losses = update(batch)
@@ -181,7 +181,7 @@ def test_a_diverging_run_stops_and_keeps_the_last_good_checkpoint(
                     next(trainer.agent.parameters()).fill_(math.inf)
         return losses
 
-    monkeypatch.setattr(trainer.agent, "update", poisoned_update)
+    monkeypatch.setattr(trainer.updater, "update", poisoned_update)
     with pytest.raises(TrainingDiverged) as error:
         trainer.train()
     stopped_at = 120 if broken == "loss" else 160  # the next log (loss) or checkpoint (params)

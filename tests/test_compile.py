@@ -1,6 +1,6 @@
 """The opt-in accelerators, each equal to eager: the compiled simulator step (``compile=True``:
 one graph, no recompilation), the compiled update and acting network of every agent
-(``Agent.compile_update`` / ``compile_policy``), and the CUDA-graph paths (``cudagraphs``, marked
+(``Updater.compile`` / ``Agent.compile_policy``), and the CUDA-graph paths (``cudagraphs``, marked
 ``cuda``: skipped without a GPU).
 
 Compiling on CPU needs a C++ compiler for Inductor's generated code; without one these tests
@@ -23,6 +23,7 @@ from marinenav.envs import MarineNavEnv
 from marinenav.sim import MarineNavSimulator
 from marinenav.sim.curriculum import CurriculumSchedule
 from marinenav.sim.dynamics import VesselState
+from marinenav.training.updater import Updater
 from tests.agent_utils import robot_observations, training_batch
 from tests.compile_utils import needs_cxx
 
@@ -98,11 +99,13 @@ def test_env_passes_compile_step_to_the_simulator() -> None:
 
 
 # ---------------------------------------------------------------------------- agents
-def _parameters(agent) -> list[torch.Tensor]:
-    return [p.detach().clone() for p in agent.state_dict().values()]
+def _parameters(updater: Updater) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in updater.agent.state_dict().values()]
 
 
-def _assert_same_updates(eager, accelerated, updates: int, device: str = "cpu") -> None:
+def _assert_same_updates(
+    eager: Updater, accelerated: Updater, updates: int, device: str = "cpu"
+) -> None:
     """``updates`` updates on the same batches and global random streams (IQN's quantile
     fractions, SAC's policy samples) give the same losses and parameters.
 
@@ -112,11 +115,11 @@ def _assert_same_updates(eager, accelerated, updates: int, device: str = "cpu") 
     step, an unclipped gradient or a wrong loss term shows as 1e-5 or more (measured agreement
     here: below 1e-8)."""
     for k in range(updates):
-        batch = training_batch(64, eager.action_kind, seed=k).to(device)
+        batch = training_batch(64, eager.agent.action_kind, seed=k).to(device)
         results = []
-        for agent in (eager, accelerated):
+        for updater in (eager, accelerated):
             torch.manual_seed(100 + k)
-            results.append(agent.update(batch.clone()))
+            results.append(updater.update(batch.clone()))
         for key in results[0].keys():
             torch.testing.assert_close(
                 results[1][key], results[0][key], rtol=1e-5, atol=1e-6,
@@ -129,13 +132,13 @@ def _assert_same_updates(eager, accelerated, updates: int, device: str = "cpu") 
 @needs_cxx
 @pytest.mark.parametrize("name", REPLAY_AGENTS)
 def test_compiled_update_equals_eager_and_compiles_once(name: str) -> None:
-    """``compile_update()``: the first update runs eagerly (the optimisers' state is created),
+    """``Updater.compile()``: the first update runs eagerly (the optimisers' state is created),
     the next ones compiled; losses and parameters follow eager's, and after the first compiled
     update no new graph is made (``error_on_recompile``)."""
     torch._dynamo.reset()
     counters.clear()
-    eager, compiled = make_agent(name), make_agent(name)
-    compiled.compile_update()
+    eager, compiled = Updater(make_agent(name)), Updater(make_agent(name))
+    compiled.compile()
     # random ops inside the graph draw from torch's global stream as eager does
     with torch._inductor.config.patch(fallback_random=True):
         _assert_same_updates(eager, compiled, 2)  # warm-up (eager) and the compiling update
@@ -185,16 +188,16 @@ def test_cudagraph_updates_are_refused_off_cuda_and_with_an_own_generator() -> N
     refused = [name for name in AGENT_NAMES if not make_agent(name).cudagraph_update]
     # rainbow's noisy-net noise comes from noise_generator; td3 branches on its update count
     assert refused == ["rainbow", "td3"]
-    agent = make_agent("dqn")
-    update = agent.update
+    assert [name for name in refused if Updater(make_agent(name)).delayed] == ["td3"]
+    updater = Updater(make_agent("dqn"))
     with pytest.raises(ValueError, match="cudagraphs=true needs a CUDA device, but device=cpu"):
-        agent.compile_update(compile=False, cudagraphs=True)
-    assert agent.update == update
-    assert not any(g["capturable"] for g in agent.optimizers["q"].param_groups)
+        updater.compile(compile=False, cudagraphs=True)
+    assert updater._step_all == updater._step_objectives
+    assert not any(g["capturable"] for g in updater.optimizers["q"].param_groups)
     if torch.cuda.is_available():
         refusal = "cudagraphs=true: agent rainbow's update cannot be one CUDA graph"
         with pytest.raises(ValueError, match=refusal):
-            make_agent("rainbow").to("cuda").compile_update(compile=False, cudagraphs=True)
+            Updater(make_agent("rainbow").to("cuda")).compile(compile=False, cudagraphs=True)
 
 
 def test_simulator_refuses_cudagraphs_off_cuda() -> None:
@@ -235,13 +238,13 @@ def test_cudagraph_step_equals_eager(compile: bool) -> None:
     "name", [p.values[0] for p in REPLAY_AGENTS if agent_class(p.values[0]).cudagraph_update]
 )
 def test_cudagraph_update_equals_eager(name: str, compile: bool) -> None:
-    """``compile_update(cudagraphs=True)``: 5 eager warm-up updates on a side stream, the
+    """``Updater.compile(cudagraphs=True)``: 5 eager warm-up updates on a side stream, the
     capture, then replays; 8 updates on new batches follow eager's losses and parameters
     (tolerance: see :func:`_assert_same_updates`). Random draws inside the graph come from
     the default CUDA generator, registered with the capture: the same stream as eager."""
     torch._dynamo.reset()
-    eager = make_agent(name).to("cuda")
-    graphed = make_agent(name).to("cuda")
-    graphed.compile_update(compile=compile, cudagraphs=True)
+    eager = Updater(make_agent(name).to("cuda"))
+    graphed = Updater(make_agent(name).to("cuda"))
+    graphed.compile(compile=compile, cudagraphs=True)
     with torch._inductor.config.patch(fallback_random=True):
         _assert_same_updates(eager, graphed, 8, device="cuda")

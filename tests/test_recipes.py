@@ -17,6 +17,7 @@ from marinenav.planner.export import main as export_main
 from marinenav.training.checkpoint import load_agent, load_checkpoint
 from marinenav.training.config import run_intervals
 from marinenav.training.trainer import Trainer
+from marinenav.training.updater import Updater
 from tests.run_utils import ROOT, compose_config, tiny_config
 
 PAPER_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow")
@@ -87,12 +88,12 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
 
 @pytest.mark.parametrize("agent", REPLAY_AGENTS)
 def test_polyak_step_matches_the_hand_computed_average(agent: str) -> None:
-    """One ``update_targets()`` after ``use_soft_targets(tau)``: every target parameter becomes
-    ``(1 - tau) target + tau online``, for each loss module's own target layout."""
+    """One ``update_targets()`` of an ``Updater(agent, target_tau=tau)``: every target parameter
+    becomes ``(1 - tau) target + tau online``, for each loss module's own target layout."""
     cls = agent_class(agent)
     model = cls(cls.config_class())
     tau = 0.25
-    model.use_soft_targets(tau)
+    updater = Updater(model, target_tau=tau)
     online, target = {}, {}
     with torch.no_grad():
         for value in model.loss_module.parameters():
@@ -106,7 +107,7 @@ def test_polyak_step_matches_the_hand_computed_average(agent: str) -> None:
             online[key] = model.loss_module.state_dict(keep_vars=True)[source].detach().clone()
     assert target, f"{agent} has no target parameters"
     moved = 0
-    model.update_targets()
+    updater.update_targets()
     after = model.loss_module.state_dict()
     for key in target:
         expected = (1 - tau) * target[key] + tau * online[key]
@@ -115,23 +116,24 @@ def test_polyak_step_matches_the_hand_computed_average(agent: str) -> None:
     assert moved > 0
 
 
-def test_use_soft_targets_refuses_a_rate_outside_0_1() -> None:
+def test_a_polyak_rate_outside_0_1_is_refused() -> None:
     cls = agent_class("ac_iqn")
     for tau in (0.0, -0.1, 1.5):
         with pytest.raises(ValueError, match=r"tau must be in \(0, 1\]"):
-            cls(cls.config_class()).use_soft_targets(tau)
+            Updater(cls(cls.config_class()), target_tau=tau)
 
 
 def test_learning_rates_decay_linearly_over_the_budget(tmp_path: Path) -> None:
     cfg = tiny_config("agent=sac", "training.final_lr_fraction=0.1")
     trainer = Trainer(cfg, tmp_path)
     initial = {
-        name: [g["lr"] for g in opt.param_groups] for name, opt in trainer.agent.optimizers.items()
+        name: [g["lr"] for g in opt.param_groups]
+        for name, opt in trainer.updater.optimizers.items()
     }
     for timesteps, fraction in ((0, 1.0), (40, 1 - 0.9 * 0.25), (80, 0.55), (160, 0.1)):
         trainer.timesteps = timesteps
         trainer.decay_learning_rate()
-        for name, opt in trainer.agent.optimizers.items():
+        for name, opt in trainer.updater.optimizers.items():
             for group, lr0 in zip(opt.param_groups, initial[name], strict=True):
                 assert group["lr"] == pytest.approx(lr0 * fraction), (name, timesteps)
 
@@ -140,9 +142,10 @@ def test_soft_targets_step_once_per_update_and_hard_copies_stop(tmp_path, monkey
     cfg = tiny_config("agent=dqn", "training.target_tau=0.01")
     trainer = Trainer(cfg, tmp_path)
     calls = []
-    monkeypatch.setattr(trainer.agent, "update_targets", lambda: calls.append(trainer.updates))
+    targets = trainer.updater.targets
+    monkeypatch.setattr(targets, "step", lambda: calls.append(trainer.learner.updater.updates))
     trainer.train()
-    assert trainer.updates > 0 and len(calls) == trainer.updates
+    assert trainer.updates > 0 and calls == list(range(1, trainer.updates + 1))
 
 
 def test_default_recipe_trains_a_tiny_budget_and_keeps_best_and_evaluated(tmp_path: Path) -> None:
@@ -163,7 +166,7 @@ def test_default_recipe_trains_a_tiny_budget_and_keeps_best_and_evaluated(tmp_pa
     agent, config = load_agent(run / "best")
     assert config["recipe"] == "fast" and agent.name == "ac_iqn"
     # the learning rates reached the recipe's final fraction at the end of the budget
-    for opt in trainer.agent.optimizers.values():
+    for opt in trainer.updater.optimizers.values():
         for group in opt.param_groups:
             assert group["lr"] == pytest.approx(cfg.agent.lr * cfg.training.final_lr_fraction)
     # export writes the last checkpoint's planner and the best one's under best/
@@ -247,26 +250,27 @@ def test_workers_share_one_study_and_a_killed_worker_loses_only_its_trial(tmp_pa
 
 
 def test_a_tensor_learning_rate_is_decayed_in_place() -> None:
-    """Under CUDA graphs (``compile_update(cudagraphs=True)``) the rates are device tensors that
-    a captured step reads: the decay must fill them in place, and fused Adam must step with
-    them. Here on the CPU, with the rates made tensors as ``compile_update`` makes them."""
+    """Under CUDA graphs (``Updater.compile(cudagraphs=True)``) the rates are device tensors
+    that a captured step reads: the decay must fill them in place, and fused Adam must step with
+    them. Here on the CPU, with the rates made tensors as ``Updater.compile`` makes them."""
     cls = agent_class("ac_iqn")
     agent = cls(cls.config_class())
+    updater = Updater(agent)
     tensors = []
-    for optimizer in agent.optimizers.values():
+    for optimizer in updater.optimizers.values():
         for group in optimizer.param_groups:
             group["initial_lr"] = group["lr"]
             group["lr"] = torch.as_tensor(group["lr"], dtype=torch.float32)
             tensors.append(group["lr"])
-    agent.set_lr_fraction(0.25)
-    for optimizer in agent.optimizers.values():
+    updater.set_lr_fraction(0.25)
+    for optimizer in updater.optimizers.values():
         for group in optimizer.param_groups:
             assert any(group["lr"] is t for t in tensors)  # the same tensor, filled
             assert group["lr"].item() == pytest.approx(0.25e-4)
     from tests.agent_utils import training_batch
 
     before = [p.detach().clone() for p in agent.actor.parameters()]
-    agent.update(training_batch(8, "continuous"))
+    updater.update(training_batch(8, "continuous"))
     assert any(not torch.equal(a, p) for a, p in zip(before, agent.actor.parameters(), strict=True))
 
 

@@ -7,24 +7,26 @@ quantile critic ``Z(s, a; tau)`` (trunk times the cosine embedding, first hidden
 action embedding; :class:`~marinenav.policy.networks.QuantileCritic`, 67,249 parameters, agent
 seed + 1). Each has a target copy.
 
-Update (one call of :meth:`ACIQNAgent.update`, in this order):
+Update (:meth:`ACIQNAgent.objectives`, stepped in this order by the trainer's ``Updater``):
 
-1. Critic: ``a' = mu_target(s')``, ``T_j = r + gamma (1 - terminated) Z_target(s', a'; tau'_j)``
-   for 8 fresh ``tau'``; prediction ``z_i = Z(s, a; tau_i)`` for 8 fresh ``tau``; quantile-Huber
-   loss (``kappa = 1``; sum over ``i``, mean over ``j``, mean over the batch, weighted by
-   ``_weight`` when present); clip the critic gradient norm to 0.5, Adam step on the critic.
-2. Actor, with the updated critic: ``loss = -mean_{b, i} Z(s_b, mu(s_b); tau_i)`` with 8 fresh
-   ``tau ~ U(0, cvar_alpha)``: risk neutral (the mean of ``Z``) at ``cvar_alpha = 1``, the
+1. ``"critic"``: ``a' = mu_target(s')``,
+   ``T_j = r + gamma (1 - terminated) Z_target(s', a'; tau'_j)`` for 8 fresh ``tau'``;
+   prediction ``z_i = Z(s, a; tau_i)`` for 8 fresh ``tau``; quantile-Huber loss
+   (``kappa = 1``; sum over ``i``, mean over ``j``, mean over the batch, weighted by ``_weight``
+   when present), reported as ``loss_critic``; clip the critic gradient norm to 0.5, Adam step
+   on the critic.
+2. ``"actor"``, with the updated critic: ``loss = -mean_{b, i} Z(s_b, mu(s_b); tau_i)`` with 8
+   fresh ``tau ~ U(0, cvar_alpha)``: risk neutral (the mean of ``Z``) at ``cvar_alpha = 1``, the
    original's; below 1 the actor maximises ``CVaR_alpha``, the mean of the worst ``alpha`` of
    outcomes (risk averse, as in the IQN paper's distortion risk measures). Evaluated with
-   *detached* critic parameters so that no gradient reaches the critic; clip the actor gradient
-   norm to 0.5, Adam step on the actor.
+   *detached* critic parameters so that no gradient reaches the critic, reported as
+   ``loss_actor``; clip the actor gradient norm to 0.5, Adam step on the actor.
 
 Hyperparameters (the original's): gamma 0.99; two Adams (actor, critic), learning rate
 1e-4; gradient norm clip 0.5 per network; 8 / 8 / 8 quantile fractions (``num_tau_train``,
 ``num_tau_target``, ``num_tau_actor``); ``kappa = 1``; hard target copies (actor and critic)
-every 10,000 env steps (the trainer calls :meth:`ACIQNAgent.update_targets`, which steps TorchRL's
-``HardUpdate``). Acting: ``mu(s)``, with epsilon-uniform random actions in ``[-1, 1]^2`` when
+every 10,000 env steps (the trainer's, with TorchRL's ``HardUpdate`` over the loss module's
+target parameters). Acting: ``mu(s)``, with epsilon-uniform random actions in ``[-1, 1]^2`` when
 exploring (:class:`~marinenav.policy.selectors.DeterministicSelector` in the ``PolicyWrapper``);
 no Gaussian or OU noise.
 
@@ -41,15 +43,16 @@ from dataclasses import dataclass
 
 import torch
 from tensordict import TensorDict, TensorDictBase, TensorDictParams
-from torchrl.objectives import HardUpdate, LossModule
+from torchrl.objectives import LossModule
 
 from marinenav.agents.base import (
     Agent,
     NStepConfig,
+    Objective,
+    ParameterGroup,
     PlannerCall,
-    check_batch,
     check_options,
-    make_adam,
+    critic_then_actor,
 )
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.keys import ACTION, OBJECTS, OBJECTS_MASK, REWARD, SELF_STATE
@@ -87,9 +90,9 @@ class ACIQNLoss(LossModule):
     target parameters in ``target_actor_params`` / ``target_critic_params`` (copied by
     ``HardUpdate``). Quantile fractions come from the global torch RNG.
 
-    :meth:`critic_loss` and :meth:`actor_loss` are separate so that the agent can step the critic
-    before it evaluates the actor loss, as the original does; ``forward`` returns both for the
-    current parameters (``loss_critic``, ``loss_actor``: 0-dim).
+    :meth:`critic_loss` and :meth:`actor_loss` are separate so that the critic is stepped before
+    the actor loss is evaluated, as the original does; ``forward`` returns both for the current
+    parameters (``loss_critic``, ``loss_actor``: 0-dim).
     """
 
     actor: DeterministicActor
@@ -178,8 +181,8 @@ class ACIQNLoss(LossModule):
 
 
 class ACIQNAgent(Agent):
-    """AC-IQN agent (continuous actions). ``update(batch)`` returns ``loss_critic`` and
-    ``loss_actor`` (detached, 0-dim)."""
+    """AC-IQN agent (continuous actions): objectives ``"critic"`` (``loss_critic``) and
+    ``"actor"`` (``loss_actor``)."""
 
     name = "ac_iqn"
     action_kind = "continuous"
@@ -198,31 +201,20 @@ class ACIQNAgent(Agent):
             num_tau_target=cfg.num_tau_target, num_tau_actor=cfg.num_tau_actor, kappa=cfg.kappa,
             cvar_alpha=cfg.cvar_alpha,
         )  # fmt: skip
-        # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
-        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        self.optimizers = {
-            "actor": make_adam(self.actor.parameters(), cfg.lr),
-            "critic": make_adam(self.critic.parameters(), cfg.lr),
-        }
         self.policy = PolicyWrapper(DeterministicSelector(self.actor), seed=cfg.seed)
 
-    def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
-        """One critic step; returns the detached critic loss (0-dim)."""
-        loss = self.loss_module.critic_loss(batch)
-        self.step_optimizer("critic", loss, self.critic.parameters())
-        return loss.detach()
+    def objectives(self) -> tuple[Objective, ...]:
+        """The critic's step, then the actor's against the updated critic."""
+        critic = ParameterGroup("critic", self.critic.parameters())
+        return critic_then_actor(self, critic, ParameterGroup("actor", self.actor.parameters()))
 
-    def actor_step(self, batch: TensorDictBase) -> torch.Tensor:
-        """One actor step against the current critic; returns the detached actor loss."""
-        loss = self.loss_module.actor_loss(batch)
-        self.step_optimizer("actor", loss, self.actor.parameters())
-        return loss.detach()
+    def critic_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_critic``: :meth:`ACIQNLoss.critic_loss` (draws the quantile fractions)."""
+        return TensorDict({"loss_critic": self.loss_module.critic_loss(batch)})
 
-    def update(self, batch: TensorDictBase) -> TensorDict:
-        check_batch(batch, self.action_kind)
-        loss_critic = self.critic_step(batch)
-        loss_actor = self.actor_step(batch)
-        return TensorDict({"loss_critic": loss_critic, "loss_actor": loss_actor}, batch_size=[])
+    def actor_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_actor``: :meth:`ACIQNLoss.actor_loss` (draws the quantile fractions)."""
+        return TensorDict({"loss_actor": self.loss_module.actor_loss(batch)})
 
     def export_network(self) -> PlannerCall:
         """The actor: action ``(N, 2)`` in (-1, 1), the planner's action as it is."""

@@ -1,9 +1,13 @@
 """What every agent is, and what it declares to the trainer and the exporter.
 
-An agent holds its networks, a TorchRL ``LossModule``, optimisers, a target update and a
-``PolicyWrapper`` for acting. Its class says what the rest of the library needs to know about
-it (capabilities on the class, as in BenchMARL's algorithm classes; the registry in
-:mod:`marinenav.agents` only maps names to classes):
+An agent holds its networks, a TorchRL ``LossModule`` (online and target parameters), its
+*objectives* and a ``PolicyWrapper`` for acting. It owns no optimiser: the trainer's
+:class:`~marinenav.training.updater.Updater` builds one fused Adam per parameter group the
+objectives name and runs every update (backward, gradient-norm clipping, the optimiser steps,
+learning-rate schedule, hard or Polyak target updates, ``torch.compile`` / CUDA graphs), as
+BenchMARL's ``Experiment`` runs its algorithms' losses. Its class says what the rest of the
+library needs to know about it (capabilities on the class, as in BenchMARL's algorithm classes;
+the registry in :mod:`marinenav.agents` only maps names to classes):
 
 ========================  ==========================================================================
 attribute / method        what it tells
@@ -14,10 +18,12 @@ attribute / method        what it tells
 ``learning``              which learner the trainer builds (``training.learners.LEARNERS``)
 ``epsilon_greedy``        whether the trainer drives ``policy.set_epsilon`` with its linear schedule
 ``replay_options()``      the replay the ``"replay"`` learner builds (:class:`ReplayOptions`)
-``update(batch)``         one gradient step on every network; losses as 0-dim tensors
-``update_targets()``      hard target copy (the trainer calls it every ``target_update_interval``)
-``use_soft_targets(tau)`` Polyak-averaged targets instead (``update_targets`` then steps them)
-``set_lr_fraction(f)``    every optimiser's learning rate as ``f`` times its initial one
+``objectives()``          the gradient steps of one update, in order (:class:`Objective`): each a
+                          loss function of the batch, the losses it minimises and the
+                          :class:`ParameterGroup` s it steps
+``loss_module``           the TorchRL ``LossModule``; its ``target_<name>_params`` are the target
+                          networks, paired with ``<name>_params`` (:meth:`Agent.target_pairs`)
+``check_batch(batch)``    shape and key checks of a training batch (no values read)
 ``rng_state()``           the acting policy's random streams (checkpoints), ``load_rng_state``
 ``model_type``            the original's file-name spelling (``traced_<model_type>_model.pt``)
 ``export_outputs``        names of the exported module's outputs
@@ -27,7 +33,7 @@ attribute / method        what it tells
 ``planner_action()``      the C++ planner's action rule on the exported outputs (a classmethod)
 ``planner_options``       keyword options ``planner_action`` takes (default none; SAC: ``noise``)
 ``export_metadata()``     extra entries of the exported file's record (Rainbow: its support)
-``cudagraph_update``      whether ``update`` can be captured as a CUDA graph (see below)
+``cudagraph_update``      whether an update can be captured as a CUDA graph (see below)
 ========================  ==========================================================================
 
 Training batches are flat TensorDicts ``[B]`` of robot transitions (one robot, one step):
@@ -51,34 +57,30 @@ Timeouts are truncations: targets bootstrap from ``next`` unless ``terminated`` 
 stores timeouts as terminal; we implement the standard rule:
 docs/training.md, "Deviations from the original trainer and agents").
 
-``update(batch)`` takes one gradient step on every network of the agent (the original's
-``train()``), clipping each network's gradient norm to ``grad_clip_norm``, and returns the
-losses as a TensorDict of 0-dim tensors (never read back to the host here); an agent with a
-prioritized replay adds ``"priority"`` ``[B]``, which the learner hands to the sampler. Agents
-with an actor and a critic step them with ``critic_step(batch)`` then ``actor_step(batch)``.
+One update (the original's ``train()``) takes the objectives in order; an objective's loss
+function sees the parameters its predecessors just stepped (actor-critic agents: the critic,
+then the actor against the updated critic). Each returns its losses as a TensorDict of 0-dim
+tensors (and any other value to report, never read back to the host); an agent with a
+prioritized replay adds ``"priority"`` ``[B]``, which the learner hands to the sampler.
 
-Opt-in accelerators (the trainer's ``compile`` / ``cudagraphs`` keys, as in TorchRL's sota
-scripts): :meth:`Agent.compile_policy` compiles the acting network, :meth:`Agent.compile_update`
-wraps ``update`` in ``torch.compile`` and / or TorchRL's ``CudaGraphModule``. A CUDA graph
-replays fixed kernels on fixed buffers, so an agent whose update draws random numbers from a
-generator of its own (CudaGraphModule registers only the default CUDA generator with the
-graph), or whose update branches on Python state (TD3's delayed actor step), sets
-``cudagraph_update = False`` and is refused at start-up.
+A CUDA graph replays fixed kernels on fixed buffers, so an agent whose update draws random
+numbers from a generator of its own (CudaGraphModule registers only the default CUDA generator
+with the graph), or which has an objective stepped only on some updates (TD3's delayed actor: a
+branch on a host counter), sets ``cudagraph_update = False`` and is refused at start-up.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import torch
-from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import CudaGraphModule, TensorDictModule
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule
 from torch import nn
-from torchrl._utils import compile_with_warmup
-from torchrl.objectives import SoftUpdate
-from torchrl.objectives.utils import TargetNetUpdater
+from torchrl.objectives import LossModule
 
 from marinenav.keys import ACTION, OBSERVATION_KEYS
 from marinenav.policy.networks import ACTION_DIM, QCritic
@@ -91,8 +93,8 @@ class AgentConfig:
     """Hyperparameters shared by all agents: the original's values (README.md, "The agents")."""
 
     gamma: float = 0.99  # discount
-    lr: float = 1e-4  # Adam learning rate, one optimiser per network
-    grad_clip_norm: float = 0.5  # global L2 norm per network, before each step
+    lr: float = 1e-4  # Adam learning rate, one optimiser per parameter group (network)
+    grad_clip_norm: float = 0.5  # global L2 norm per parameter group, before each step
     seed: int = 100  # network initialisation seed (the original: run seed + 100)
     normalize_observations: bool = False  # scale positions / 10 m, thrusts / 1000 N (not original)
 
@@ -138,8 +140,8 @@ def check_options(
 def cudagraph_refusal(agent: type[Agent], device: torch.device | str | None) -> str | None:
     """Why ``cudagraphs=true`` cannot run ``agent``'s update on ``device`` (``None``: it can).
     The one statement of the preconditions, used by the run's start-up validation (before
-    anything is built) and by :meth:`Agent.compile_update` (for direct users): a CUDA device,
-    and an update that one graph can capture (``cudagraph_update``)."""
+    anything is built) and by ``Updater.compile`` (for direct users): a CUDA device, and an
+    update that one graph can capture (``cudagraph_update``)."""
     if device is None or torch.device(device).type != "cuda":
         where = "no CUDA device is available" if device is None else f"device={device}"
         return (
@@ -149,8 +151,8 @@ def cudagraph_refusal(agent: type[Agent], device: torch.device | str | None) -> 
     if not agent.cudagraph_update:
         return (
             f"cudagraphs=true: agent {agent.name}'s update cannot be one CUDA graph (it draws "
-            "from a random generator of its own, or branches on Python state); use "
-            "compile=true alone"
+            "from a random generator of its own, or steps an objective on some updates only); "
+            "use compile=true alone"
         )
     return None
 
@@ -193,6 +195,68 @@ class ReplayOptions:
             raise ValueError(f"beta must not be negative, got {self.beta}")
 
 
+@dataclass(frozen=True)
+class ParameterGroup:
+    """Parameters one optimiser steps: the trainer's fused Adam at ``lr`` (``None``: the agent's
+    ``config.lr``), after clipping their gradient to global L2 norm ``config.grad_clip_norm``.
+
+    ``name`` names the optimiser (its key in checkpoints: ``"critic"``, ``"actor"``, ``"q"``).
+    ``stacked``: the parameters hold K networks stacked ``[K, ...]`` (TorchRL's
+    ``num_qvalue_nets``), and each network's gradient is clipped on its own.
+    """
+
+    name: str
+    parameters: tuple[torch.Tensor, ...]
+    stacked: bool = False
+    lr: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parameters", tuple(self.parameters))  # e.g. .parameters()
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One gradient step of an agent's update.
+
+    ``loss(batch [B]) -> TensorDict`` (batch size ``[]``): 0-dim losses with their gradients,
+    and any other value to report (``"priority"`` ``[B]``, SAC's ``"alpha"``). The trainer sums
+    the entries named in ``minimise`` (one name or several, summed in that order) into one
+    backward, clips the gradient of each of ``groups`` (one group or several) and steps their
+    optimisers in order, and reports everything ``loss`` returned, detached. ``every``: the
+    objective is stepped on every ``every``-th update only, the first included (TD3's delayed
+    actor), and reports the losses of its last step in between. ``name`` says which step it is
+    (``Updater.step(name, batch)``).
+    """
+
+    name: str
+    loss: Callable[[TensorDictBase], TensorDictBase]
+    minimise: str | tuple[str, ...]
+    groups: ParameterGroup | tuple[ParameterGroup, ...]
+    every: int = 1
+
+    def __post_init__(self) -> None:
+        for field, kind in (("minimise", str), ("groups", ParameterGroup)):
+            if isinstance(getattr(self, field), kind):
+                object.__setattr__(self, field, (getattr(self, field),))
+        if not self.minimise or not self.groups:
+            raise ValueError(f"objective {self.name!r} needs a loss to minimise and a group")
+        if self.every < 1:
+            raise ValueError(f"objective {self.name!r}: every must be at least 1")
+
+
+def critic_then_actor(
+    agent: Any, critic: ParameterGroup, actor: ParameterGroup, actor_every: int = 1
+) -> tuple[Objective, Objective]:
+    """The actor-critic update (DDPG, TD3, AC-IQN): ``agent.critic_loss(batch)`` (reporting
+    ``loss_critic``) steps ``critic``, then ``agent.actor_loss(batch)`` (``loss_actor``), against
+    the updated critic, steps ``actor`` on every ``actor_every``-th update. Each objective is
+    named after its group."""
+    return (
+        Objective(critic.name, agent.critic_loss, "loss_critic", critic),
+        Objective(actor.name, agent.actor_loss, "loss_actor", actor, every=actor_every),
+    )
+
+
 class PlannerCall(nn.Module):
     """An acting network in the C++ planner's calling convention
     (docs/migrating.md, "The node's call, from C++"):
@@ -220,11 +284,10 @@ def planner_output(outputs: Any) -> torch.Tensor:
 
 class Agent(nn.Module):
     """Base class. Subclasses set the class attributes (see the module docstring) and build, in
-    ``__init__``: ``self.policy`` (a :class:`PolicyWrapper` over the online acting network),
-    ``self.loss_module`` (a TorchRL ``LossModule`` holding online and target parameters),
-    ``self.optimizers`` (name -> optimiser, from :func:`make_adam`), ``self.target_updater``
-    (TorchRL's ``HardUpdate`` over the loss module, or none) and implement :meth:`update`,
-    :meth:`export_network` and, where the default rule does not fit, :meth:`planner_action`."""
+    ``__init__``: their networks, ``self.loss_module`` (a TorchRL ``LossModule`` holding online
+    and target parameters) and ``self.policy`` (a :class:`PolicyWrapper` over the online acting
+    network); they implement :meth:`objectives`, :meth:`export_network` and, where the default
+    rule does not fit, :meth:`planner_action`. The trainer's ``Updater`` learns with them."""
 
     name: ClassVar[str]
     action_kind: ClassVar[Literal["discrete", "continuous"]]
@@ -238,8 +301,7 @@ class Agent(nn.Module):
     cudagraph_update: ClassVar[bool] = True
 
     policy: PolicyWrapper
-    optimizers: dict[str, torch.optim.Optimizer]
-    target_updater: TargetNetUpdater | None = None
+    loss_module: LossModule
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         super().__init__()
@@ -257,56 +319,24 @@ class Agent(nn.Module):
         n_step = self.config.n_step if isinstance(self.config, NStepConfig) else 1
         return ReplayOptions(n_step=n_step)
 
-    def update(self, batch: TensorDictBase) -> TensorDict:
-        """One gradient step on every network; returns detached losses (0-dim tensors)."""
+    def objectives(self) -> tuple[Objective, ...]:
+        """The gradient steps of one update, in order (see :class:`Objective`)."""
         raise NotImplementedError
 
-    def update_targets(self) -> None:
-        """Move the target networks to the online ones (``target_updater``: a hard copy, or one
-        Polyak step after :meth:`use_soft_targets`; nothing for an agent without targets)."""
-        if self.target_updater is not None:
-            self.target_updater.step()
+    def target_pairs(self) -> tuple[tuple[str, str], ...]:
+        """``(online, target)`` attribute names of the loss module's parameter sets that have a
+        target copy: TorchRL's ``<name>_params`` / ``target_<name>_params`` (what its target
+        updaters move); ``()`` for an agent without targets."""
+        return tuple(
+            (name.removeprefix("target_"), name)
+            for name, _ in self.loss_module.named_children()
+            if name.startswith("target_") and name.endswith("_params")
+        )
 
-    def use_soft_targets(self, tau: float) -> None:
-        """Replace the hard copies by Polyak averaging (TorchRL's ``SoftUpdate``): each
-        :meth:`update_targets` call sets ``target <- (1 - tau) target + tau online`` for every
-        target parameter the loss module holds. The trainer then calls it after every gradient
-        update (``training.target_tau``). Not the original (hard copies every 10,000 steps)."""
-        if not 0.0 < tau <= 1.0:
-            raise ValueError(f"tau must be in (0, 1], got {tau}")
-        if self.target_updater is not None:
-            self.target_updater = SoftUpdate(self.loss_module, tau=tau)
-
-    def set_lr_fraction(self, fraction: float) -> None:
-        """Set every optimiser's learning rate to ``fraction`` times the rate it was built with
-        (kept in each parameter group's ``initial_lr``, torch's scheduler convention). Host
-        arithmetic on Python floats, no device read; a learning rate held as a tensor (CUDA
-        graphs: :meth:`compile_update`) is filled in place, so a captured optimiser step reads
-        the new rate. The trainer's linear decay (``training.final_lr_fraction``) calls it
-        once per batched step."""
-        for optimizer in self.optimizers.values():
-            for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
-                value = group["initial_lr"] * fraction
-                if isinstance(group["lr"], torch.Tensor):
-                    group["lr"].fill_(value)
-                else:
-                    group["lr"] = value
-
-    def step_optimizer(
-        self, name: str, loss: torch.Tensor, parameters, stacked: bool = False
-    ) -> None:
-        """Backward, clip the gradient norm of ``parameters`` and step optimiser ``name``.
-        ``stacked``: ``parameters`` hold K networks stacked ``[K, ...]``, each clipped
-        separately (:func:`clip_stacked_grad_norm_`)."""
-        optimizer = self.optimizers[name]
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if stacked:
-            clip_stacked_grad_norm_(parameters, self.config.grad_clip_norm)
-        else:
-            torch.nn.utils.clip_grad_norm_(parameters, self.config.grad_clip_norm)
-        optimizer.step()
+    def check_batch(self, batch: TensorDictBase) -> None:
+        """Shape and dtype checks of a training batch (:func:`check_batch`; free: no values are
+        read), before every update."""
+        check_batch(batch, self.action_kind)
 
     # ------------------------------------------------------------------ accelerators (opt-in)
     def compile_policy(self) -> None:
@@ -318,49 +348,16 @@ class Agent(nn.Module):
         evaluator's compacted batches) compiles one more, dynamic-shape graph."""
         self.policy.selector.compile()
 
-    def compile_update(self, compile: bool = True, cudagraphs: bool = False) -> None:
-        """Run :meth:`update` compiled and / or as a CUDA graph, TorchRL's sota pattern:
-        ``compile_with_warmup(update, warmup=1)`` (the first update runs eagerly and creates
-        the optimisers' state before tracing) and ``CudaGraphModule(update, in_keys=[],
-        out_keys=[], warmup=5)`` (eager warm-up updates on a side stream, then one capture;
-        every later update copies the batch into the captured inputs and replays). Both need
-        fixed batch keys and shapes (the replay's samples have them); the graph also needs the
-        parameters, optimiser states and target networks updated in place (they are: fused
-        Adam, ``HardUpdate``, ``load_state_dict``). Call it after loading a checkpoint: the
-        optimisers are marked ``capturable`` here, a flag their ``load_state_dict`` resets.
-        """
-        if cudagraphs:
-            device = next(self.parameters()).device
-            refusal = cudagraph_refusal(type(self), device)
-            if refusal is not None:
-                raise ValueError(refusal)
-            # Adam refuses a capture unless capturable; fused Adam keeps its step counts on the
-            # device anyway, so the flag changes no arithmetic. The learning rate becomes a
-            # device tensor, so that a decay (set_lr_fraction) reaches the captured step.
-            for optimizer in self.optimizers.values():
-                for group in optimizer.param_groups:
-                    group["capturable"] = True
-                    group.setdefault("initial_lr", float(group["lr"]))
-                    group["lr"] = torch.as_tensor(group["lr"], dtype=torch.float32, device=device)
-        update = self.update
-        if compile:
-            update = compile_with_warmup(update, warmup=1)
-        if cudagraphs:
-            update = CudaGraphModule(update, in_keys=[], out_keys=[], warmup=5)
-        self.update = update  # an instance attribute shadows the method
-
     # ------------------------------------------------------------------ checkpoints
     def training_state_dict(self) -> dict[str, Any]:
-        """Networks (online and target) and optimiser states, for checkpoints."""
-        return {
-            "modules": self.state_dict(),
-            "optimizers": {k: opt.state_dict() for k, opt in self.optimizers.items()},
-        }
+        """Networks (online and target) and any other state learning needs, for checkpoints
+        (the optimisers' states are the ``Updater``'s)."""
+        return {"modules": self.state_dict()}
 
     def load_training_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`training_state_dict` (other entries, such as the optimisers' states
+        of a checkpoint, are left to their owners)."""
         self.load_state_dict(state["modules"])
-        for name, optimizer in self.optimizers.items():
-            optimizer.load_state_dict(state["optimizers"][name])
 
     def rng_state(self) -> dict[str, Any]:
         """The acting policy's random streams (exploration draws), one per device it has acted
@@ -447,26 +444,6 @@ class StackedCritics:
         critic = QCritic(normalize=self.config.normalize_observations)
         critic.load_state_dict(state)
         return critic.to(next(iter(state.values())).device)
-
-
-def make_adam(parameters, lr: float) -> torch.optim.Adam:
-    """Adam with the original's settings. ``fused=True``: one kernel per step, and no host read
-    of the step counters (the default implementation calls ``item()`` on each of them)."""
-    return torch.optim.Adam(parameters, lr=lr, fused=True)
-
-
-def clip_stacked_grad_norm_(parameters, max_norm: float) -> None:
-    """Clip the gradients of K networks whose parameters are stacked ``[K, ...]`` (TorchRL's
-    ``num_qvalue_nets``): network ``k``'s gradient (the ``[k]`` slices) is scaled to global L2
-    norm at most ``max_norm``, separately for each ``k``, as ``clip_grad_norm_`` does per network.
-    In place, no host read."""
-    grads = [p.grad for p in parameters if p.grad is not None]
-    if not grads:
-        return
-    squares = torch.stack([g.flatten(1).pow(2).sum(1) for g in grads]).sum(0)  # [K]
-    coef = (max_norm / (squares.sqrt() + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
 
 
 def check_batch(batch: TensorDictBase, action_kind: str) -> None:

@@ -8,22 +8,21 @@ copies of the online ones.
 
 Hyperparameters (the original's values): gamma 0.99, Adam lr 1e-4 (one Adam for the actor,
 one for the critic, PyTorch defaults), gradient-norm clip 0.5 per network, batch 64 (the
-trainer's), target networks hard-copied every 10,000 env steps (the trainer calls
-:meth:`DDPGAgent.update_targets`), exploration epsilon-uniform only.
+trainer's), target networks hard-copied every 10,000 env steps (the trainer's), exploration
+epsilon-uniform only.
 
-Update (one call of :meth:`DDPGAgent.update`):
+Update (:meth:`DDPGAgent.objectives`, stepped in this order by the trainer's ``Updater``):
 
-1. Critic: ``SmoothL1(Q(s, a), r + gamma (1 - terminated) Q_target(s', mu_target(s')))``
-   (Huber delta 1, mean); clip, Adam step on the critic only.
-2. Actor: ``-mean Q(s, mu(s))`` with the critic just updated (its parameters detached, so the
-   actor step never moves the critic); clip, Adam step on the actor only.
-
-``update`` returns detached 0-dim ``loss_critic`` and ``loss_actor``.
+1. ``"critic"``: ``SmoothL1(Q(s, a), r + gamma (1 - terminated) Q_target(s', mu_target(s')))``
+   (Huber delta 1, mean), reported as ``loss_critic``; clip, Adam step on the critic only.
+2. ``"actor"``: ``-mean Q(s, mu(s))`` with the critic just updated (its parameters detached, so
+   the actor step never moves the critic), reported as ``loss_actor``; clip, Adam step on the
+   actor only.
 
 Built on TorchRL's ``DDPGLoss`` (``loss_function="smooth_l1"``, ``delay_actor=True``,
-``delay_value=True``) with its TD(0) estimator, and ``HardUpdate``. The two halves of the loss
-are called separately (``loss_value`` then ``loss_actor``) so that the actor loss sees the
-updated critic, as in the original.
+``delay_value=True``: the target actor and critic) with its TD(0) estimator. The two halves of
+the loss are called separately (``loss_value`` then ``loss_actor``) so that the actor loss sees
+the updated critic, as in the original.
 
 Deviations from the original:
 
@@ -34,28 +33,25 @@ Deviations from the original:
 * ``n_step=n > 1`` (off by default; not original): the trainer's per-robot n-step replay; the
   critic's target is ``R + discount (1 - terminated) Q_target(s', mu_target(s'))`` with the
   transition's ``"discount" = gamma ** m`` (TorchRL's ``steps_to_next_obs``).
-* The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
-  ``item()`` calls on the step counters, which the default single-tensor / foreach Adam reads back
-  once per parameter (no read-back in the update step: rule 1 of
-  docs/architecture.md, "Performance rules and where they are kept").
+* The Adams are ``fused=True`` (same update up to rounding; ``training.updater.make_adam``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
-from torchrl.objectives import DDPGLoss, HardUpdate, ValueEstimators
+from torchrl.objectives import DDPGLoss, ValueEstimators
 
 from marinenav.agents.base import (
     OBSERVATION_KEYS,
     Agent,
     NStepConfig,
+    Objective,
+    ParameterGroup,
     PlannerCall,
-    check_batch,
-    make_adam,
+    critic_then_actor,
     with_steps_to_next_obs,
 )
 from marinenav.keys import ACTION
@@ -71,7 +67,7 @@ class DDPGConfig(NStepConfig):
 
 class DDPGAgent(Agent):
     """DDPG agent: ``actor`` and ``critic`` online networks, TorchRL ``DDPGLoss`` holding the
-    target parameters, optimisers ``"critic"`` and ``"actor"``."""
+    target parameters, objectives ``"critic"`` and ``"actor"``."""
 
     name = "ddpg"
     action_kind = "continuous"
@@ -96,31 +92,22 @@ class DDPGAgent(Agent):
         )  # fmt: skip
         # TD(0): r + gamma * (1 - ("next", "terminated")) * Q_target(s', mu_target(s'))
         self.loss_module.make_value_estimator(ValueEstimators.TD0, gamma=cfg.gamma)
-        # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
-        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        self.optimizers = {
-            "critic": make_adam(self.critic.parameters(), cfg.lr),
-            "actor": make_adam(self.actor.parameters(), cfg.lr),
-        }
         self.policy = PolicyWrapper(DeterministicSelector(self.actor), seed=cfg.seed)
 
-    def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
-        """SmoothL1 TD(0) step on the critic only; returns the detached loss."""
-        loss, _ = self.loss_module.loss_value(batch)
-        self.step_optimizer("critic", loss, self.critic.parameters())
-        return loss.detach()
+    def objectives(self) -> tuple[Objective, ...]:
+        """The critic's step, then the actor's against the updated critic."""
+        critic = ParameterGroup("critic", self.critic.parameters())
+        return critic_then_actor(self, critic, ParameterGroup("actor", self.actor.parameters()))
 
-    def actor_step(self, batch: TensorDictBase) -> torch.Tensor:
-        """``-mean Q(s, mu(s))`` step on the actor only; returns the detached loss."""
+    def critic_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_critic``: SmoothL1 TD(0) loss of the critic (gradients reach it only)."""
+        loss, _ = self.loss_module.loss_value(with_steps_to_next_obs(batch, self.config.gamma))
+        return TensorDict({"loss_critic": loss})
+
+    def actor_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_actor``: ``-mean Q(s, mu(s))`` (gradients reach the actor only)."""
         loss, _ = self.loss_module.loss_actor(batch)
-        self.step_optimizer("actor", loss, self.actor.parameters())
-        return loss.detach()
-
-    def update(self, batch: TensorDictBase) -> TensorDict:
-        check_batch(batch, self.action_kind)
-        loss_critic = self.critic_step(with_steps_to_next_obs(batch, self.config.gamma))
-        loss_actor = self.actor_step(batch)
-        return TensorDict({"loss_critic": loss_critic, "loss_actor": loss_actor}, batch_size=[])
+        return TensorDict({"loss_actor": loss})
 
     def export_network(self) -> PlannerCall:
         """The actor: action ``(N, 2)`` in (-1, 1), the planner's action as it is."""

@@ -2,11 +2,12 @@
 
 Network: the shared trunk, two hidden layers of 128, 25 Q-values (53,321 parameters).
 Target ``r + gamma (1 - terminated) max_a Q_target(s', a)`` (no double Q), SmoothL1 loss (mean),
-gradient norm clipped to 0.5, Adam 1e-4; the target network is a hard copy every 10,000 steps
-(the trainer calls :meth:`DQNAgent.update_targets`). Acting: epsilon-greedy on ``argmax Q``.
+gradient norm clipped to 0.5, Adam 1e-4 (one objective, ``"q"``, reported as ``loss_q``); the
+target network is a hard copy every 10,000 steps (the trainer's). Acting: epsilon-greedy on
+``argmax Q``.
 
-Built on TorchRL's ``DQNLoss`` (``double_dqn=False``, ``loss_function="smooth_l1"``) and
-``HardUpdate``.
+Built on TorchRL's ``DQNLoss`` (``double_dqn=False``, ``loss_function="smooth_l1"``,
+``delay_value=True``: the target network).
 
 Options beyond the original (off by default, so the defaults are the original's DQN):
 
@@ -25,15 +26,15 @@ from dataclasses import dataclass
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torchrl.modules import QValueModule
-from torchrl.objectives import DQNLoss, HardUpdate, ValueEstimators
+from torchrl.objectives import DQNLoss, ValueEstimators
 
 from marinenav.agents.base import (
     OBSERVATION_KEYS,
     Agent,
     NStepConfig,
+    Objective,
+    ParameterGroup,
     PlannerCall,
-    check_batch,
-    make_adam,
     with_steps_to_next_obs,
 )
 from marinenav.policy.networks import QNetwork
@@ -50,7 +51,7 @@ class DQNConfig(NStepConfig):
 
 
 class DQNAgent(Agent):
-    """DQN agent (discrete actions). ``update(batch)`` returns ``{"loss_q": 0-dim}``."""
+    """DQN agent (discrete actions): one objective, ``"q"`` (``loss_q``)."""
 
     name = "dqn"
     action_kind = "discrete"
@@ -73,17 +74,18 @@ class DQNAgent(Agent):
             action_space="categorical",
         )  # fmt: skip
         self.loss_module.make_value_estimator(ValueEstimators.TD0, gamma=cfg.gamma)
-        # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
-        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        self.optimizers = {"q": make_adam(self.network.parameters(), cfg.lr)}
         self.policy = PolicyWrapper(GreedyQSelector(self.network), seed=cfg.seed)
 
-    def update(self, batch: TensorDictBase) -> TensorDict:
-        check_batch(batch, self.action_kind)
-        batch = with_steps_to_next_obs(batch, self.config.gamma)  # m-step: gamma ** m
-        losses = self.loss_module(batch)
-        self.step_optimizer("q", losses["loss"], self.network.parameters())
-        return TensorDict({"loss_q": losses["loss"].detach()}, batch_size=[])
+    def objectives(self) -> tuple[Objective, ...]:
+        """One step of the network on ``loss_q``."""
+        network = ParameterGroup("q", self.network.parameters())
+        return (Objective("q", self.q_loss, "loss_q", network),)
+
+    def q_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_q``: SmoothL1 TD(0) loss, an n-step transition discounted by its own
+        ``gamma ** m``."""
+        batch = with_steps_to_next_obs(batch, self.config.gamma)
+        return TensorDict({"loss_q": self.loss_module(batch)["loss"]})
 
     def export_network(self) -> PlannerCall:
         """The Q-network: Q-values ``(N, 25)``; the planner takes their argmax."""

@@ -7,9 +7,9 @@ Network: the shared trunk times the cosine embedding of ``tau`` (64 cosines), tw
 Hyperparameters (the original's): gamma 0.99; Adam, learning rate 1e-4; gradient norm
 clipped to 0.5; 8 quantile fractions for the prediction (``num_tau_train``), 8 for the target
 (``num_tau_target``), 32 for acting (``num_tau_act``); quantile-Huber loss with ``kappa = 1``
-(sum over predicted quantiles, mean over target samples, mean over the batch); the target network
-is a hard copy every 10,000 env steps (the trainer calls :meth:`IQNAgent.update_targets`, which
-steps TorchRL's ``HardUpdate``). Acting: epsilon-greedy on the mean of 32 quantiles at
+(sum over predicted quantiles, mean over target samples, mean over the batch; one objective,
+``"q"``, reported as ``loss_q``); the target network is a hard copy every 10,000 env steps (the
+trainer's, with TorchRL's ``HardUpdate``). Acting: epsilon-greedy on the mean of 32 quantiles at
 ``tau ~ U(0, cvar_alpha)`` (:class:`~marinenav.policy.selectors.QuantileSelector`): the mean of
 ``Z`` at ``cvar_alpha = 1``, the original's (its ``cvar`` is always 1); below 1 the agent acts on
 ``CVaR_alpha``, the mean of the worst ``alpha`` of outcomes (risk averse, the IQN paper's
@@ -36,14 +36,14 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase, TensorDictParams
 from torch import nn
-from torchrl.objectives import HardUpdate, LossModule
+from torchrl.objectives import LossModule
 
 from marinenav.agents.base import (
     Agent,
     NStepConfig,
-    check_batch,
+    Objective,
+    ParameterGroup,
     check_options,
-    make_adam,
     planner_output,
 )
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
@@ -187,7 +187,7 @@ class QuantilePlannerCall(nn.Module):
 
 
 class IQNAgent(Agent):
-    """IQN agent (discrete actions). ``update(batch)`` returns ``{"loss_q": 0-dim}``."""
+    """IQN agent (discrete actions): one objective, ``"q"`` (``loss_q``)."""
 
     name = "iqn"
     action_kind = "discrete"
@@ -205,20 +205,20 @@ class IQNAgent(Agent):
             self.network, gamma=cfg.gamma, num_tau_train=cfg.num_tau_train,
             num_tau_target=cfg.num_tau_target, kappa=cfg.kappa,
         )  # fmt: skip
-        # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
-        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        self.optimizers = {"q": make_adam(self.network.parameters(), cfg.lr)}
         self.policy = PolicyWrapper(
             QuantileSelector(self.network, num_tau=cfg.num_tau_act), seed=cfg.seed
         )
         # the level the agent acts at, and the one its greedy action uses while collecting
         self.policy.set_cvar(cfg.cvar_alpha, exploring=cfg.collect_cvar_alpha)
 
-    def update(self, batch: TensorDictBase) -> TensorDict:
-        check_batch(batch, self.action_kind)
-        loss = self.loss_module(batch)["loss"]
-        self.step_optimizer("q", loss, self.network.parameters())
-        return TensorDict({"loss_q": loss.detach()}, batch_size=[])
+    def objectives(self) -> tuple[Objective, ...]:
+        """One step of the network on ``loss_q``."""
+        network = ParameterGroup("q", self.network.parameters())
+        return (Objective("q", self.q_loss, "loss_q", network),)
+
+    def q_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_q``: the quantile-Huber loss (:class:`IQNLoss`; draws the fractions)."""
+        return TensorDict({"loss_q": self.loss_module(batch)["loss"]})
 
     def export_network(self) -> QuantilePlannerCall:
         return QuantilePlannerCall(self.network, self.config.cvar_alpha)

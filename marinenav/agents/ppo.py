@@ -19,7 +19,7 @@ PPO works on the latent: the rollout stores ``z`` and ``log N(z; mu, sigma)``, s
 ``pi_new(a) / pi_old(a)`` is exact (the squash's Jacobian cancels) and never inverts ``atan``
 near +-1. Evaluation acts with ``(2/pi) atan(mu)``.
 
-Learning (one rollout, in :meth:`PPOAgent.estimate_advantages` and :meth:`PPOAgent.update`):
+Learning (one rollout, in :meth:`PPOAgent.estimate_advantages` and the objective ``"ppo"``):
 
 1. Values ``V(s_t)`` and ``V(s_{t+1})`` of the whole rollout, then TorchRL's ``GAE``
    (``gamma``, ``lambda``) per robot: a robot's trajectory is cut where its ``done`` is set;
@@ -33,8 +33,9 @@ Learning (one rollout, in :meth:`PPOAgent.estimate_advantages` and :meth:`PPOAge
    ``torch.where`` mask inside TorchRL's reduction, no boolean indexing.
 3. Entropy bonus ``entropy_coeff * H``, with ``H`` the latent Gaussian's entropy (closed form,
    state independent here; ``ClipPPOLoss``'s own entropy term checks finiteness on the host).
-   Actor and critic have their own Adams and their own gradient-norm clips (no shared
-   parameters, so a loss weight between them would only rescale Adam's input).
+   One backward of the three losses' sum, then actor and critic each clipped and stepped by
+   their own Adams (no shared parameters, so a loss weight between them would only rescale
+   Adam's input).
 
 Deviations and choices (PPO is not in the original, so there is no original value to keep):
 scaled network inputs by default (``normalize_observations=True``: the raw thrusts up to
@@ -63,7 +64,14 @@ from torchrl.modules.distributions import IndependentNormal
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
-from marinenav.agents.base import Agent, AgentConfig, PlannerCall, check_options, make_adam
+from marinenav.agents.base import (
+    Agent,
+    AgentConfig,
+    Objective,
+    ParameterGroup,
+    PlannerCall,
+    check_options,
+)
 from marinenav.keys import (
     ACTION_KEY,
     ACTIVE_KEY,
@@ -280,8 +288,8 @@ class GaussianRolloutPolicy(PolicyWrapper):
 
 class PPOAgent(Agent):
     """Shared actor, one critic (set by the subclass), TorchRL's ``ClipPPOLoss`` and ``GAE``,
-    Adams ``"actor"`` and ``"critic"``. The learner calls :meth:`estimate_advantages` once per
-    rollout and :meth:`update` once per minibatch."""
+    one objective ``"ppo"`` stepping parameter groups ``"actor"`` and ``"critic"``. The learner
+    calls :meth:`estimate_advantages` once per rollout and updates once per minibatch."""
 
     action_kind = "continuous"
     learning: ClassVar[str] = "rollout"
@@ -336,10 +344,6 @@ class PPOAgent(Agent):
             gamma=cfg.gamma, lmbda=cfg.gae_lambda, value_network=None, vectorized=False
         )
         self.advantage_module.set_keys(**keys)
-        self.optimizers = {
-            "actor": make_adam(self.actor.parameters(), cfg.lr),
-            "critic": make_adam(self.critic.parameters(), cfg.lr),
-        }
         self.policy = GaussianRolloutPolicy(loc_scale, seed=cfg.seed)
 
     # ------------------------------------------------------------------ learning
@@ -362,6 +366,20 @@ class PPOAgent(Agent):
             rollout.set(ADVANTAGE_KEY, torch.where(acted, (advantage - mean) / (std + 1e-8), 0.0))
         return rollout
 
+    def objectives(self) -> tuple[Objective, ...]:
+        """One step on the sum of the three losses (:meth:`losses`): actor and critic, each
+        clipped and stepped on its own."""
+        groups = (ParameterGroup("actor", self.actor.parameters()),
+                  ParameterGroup("critic", self.critic.parameters()))  # fmt: skip
+        minimise = ("loss_objective", "loss_critic", "loss_entropy")
+        return (Objective("ppo", self.losses, minimise, groups),)
+
+    def check_batch(self, batch: TensorDictBase) -> None:
+        """A minibatch holds the keys of :data:`UPDATE_KEYS`."""
+        missing = [key for key in UPDATE_KEYS if key not in batch.keys(include_nested=True)]
+        if missing:
+            raise ValueError(f"PPO minibatch is missing {missing[0]!r} (see UPDATE_KEYS)")
+
     def losses(self, batch: TensorDictBase) -> TensorDict:
         """The three 0-dim losses of a minibatch (with gradients): ``loss_objective`` (clipped
         surrogate), ``loss_critic`` and ``loss_entropy`` (``-entropy_coeff * H``); the first two
@@ -369,11 +387,8 @@ class PPOAgent(Agent):
 
         Args:
             batch: rows ``[B]`` (an environment at one step) with the ``("agents", ...)`` group
-                ``[B, R]``: the keys of :data:`UPDATE_KEYS`.
+                ``[B, R]``: the keys of :data:`UPDATE_KEYS` (:meth:`check_batch`).
         """
-        missing = [key for key in UPDATE_KEYS if key not in batch.keys(include_nested=True)]
-        if missing:
-            raise ValueError(f"PPO minibatch is missing {missing[0]!r} (see UPDATE_KEYS)")
         out = self.loss_module(batch)
         loss_entropy = -self.config.entropy_coeff * self.actor.entropy()
         return TensorDict(
@@ -381,19 +396,6 @@ class PPOAgent(Agent):
              "loss_entropy": loss_entropy},
             batch_size=[],
         )  # fmt: skip
-
-    def update(self, batch: TensorDictBase) -> TensorDict:
-        """One gradient step of the actor and of the critic on a minibatch (see
-        :meth:`losses`); returns the detached losses."""
-        losses = self.losses(batch)
-        total = losses["loss_objective"] + losses["loss_critic"] + losses["loss_entropy"]
-        for optimizer in self.optimizers.values():
-            optimizer.zero_grad(set_to_none=True)
-        total.backward()
-        for name, network in (("actor", self.actor), ("critic", self.critic)):
-            torch.nn.utils.clip_grad_norm_(network.parameters(), self.config.grad_clip_norm)
-            self.optimizers[name].step()
-        return losses.detach()
 
     # ------------------------------------------------------------------ export
     def export_network(self) -> PlannerCall:

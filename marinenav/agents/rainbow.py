@@ -26,12 +26,13 @@ values back to the host, moves tensors to the CPU and has no double-Q choice, so
    dense, deterministic kernel (no scatter, no boolean indexing);
 5. ``loss_i = -sum_z m log p_online(s, a)``; the optimised loss is ``mean_i(w_i loss_i)`` with
    ``w = "_weight"`` ``[B]`` (importance weights; 1 when absent);
-6. new priorities ``loss_i ** priority_exponent`` (detached), returned by
-   :meth:`RainbowAgent.update` under ``"priority"`` ``[B]``.
+6. new priorities ``loss_i ** priority_exponent`` (detached), reported with the losses under
+   ``"priority"`` ``[B]``.
 
-Gradient norm clipped to 0.5, Adam 1e-4 (fused: no host read of its step counters); the target
-network is a hard copy (TorchRL's ``HardUpdate``; parameters only, not the noise buffers) when
-the trainer calls :meth:`RainbowAgent.update_targets`. Acting (:class:`DistributionalSelector`):
+One objective, ``"q"`` (:meth:`RainbowAgent.q_loss`: fresh noise, then the loss; reported as
+``loss_q`` with ``priority``): gradient norm clipped to 0.5, Adam 1e-4; the target network is a
+hard copy when the trainer copies (TorchRL's ``HardUpdate``; parameters only, not the noise
+buffers). Acting (:class:`DistributionalSelector`):
 ``argmax_a sum_z z p(s, a)``; exploring, the noise is resampled from the policy's generator at
 every call (one noise sample for the whole batch of robots) and the ``PolicyWrapper`` adds
 epsilon-greedy on top; evaluation (``explore=False``) uses the mean weights.
@@ -76,16 +77,16 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictParams
 from torch import nn
 from torchrl.modules import NoisyLinear as TorchRLNoisyLinear
-from torchrl.objectives import HardUpdate, LossModule
+from torchrl.objectives import LossModule
 
 from marinenav.agents.base import (
     Agent,
     AgentConfig,
+    Objective,
+    ParameterGroup,
     PlannerCall,
     ReplayOptions,
-    check_batch,
     check_options,
-    make_adam,
     planner_output,
 )
 from marinenav.keys import ACTION, OBSERVATION_KEYS, REWARD, TERMINATED
@@ -266,7 +267,7 @@ class RainbowLoss(LossModule):
     ``forward(batch)`` returns a TensorDict (batch size ``[]``) with ``"loss"`` (0-dim, to be
     minimised), ``"loss_per_sample"`` ``[B]`` (detached) and ``"priority"`` ``[B]``
     (``loss_per_sample ** priority_exponent``). It uses the networks' current noise: call
-    :meth:`resample_noise` first (as :meth:`RainbowAgent.update` does).
+    :meth:`resample_noise` first (as :meth:`RainbowAgent.q_loss` does).
     """
 
     value_network: RainbowNetwork
@@ -379,9 +380,9 @@ def _planner_support(v_min: float, v_max: float, atoms: int, dtype: torch.dtype)
 
 
 class RainbowAgent(Agent):
-    """Rainbow. ``update(batch)`` resamples the online and target noise, takes one Adam
-    step on the C51 loss and returns ``{"loss_q": 0-dim, "priority": [B]}`` (detached; the
-    learner feeds ``priority`` to the prioritized replay at the batch's ``"index"``)."""
+    """Rainbow: one objective, ``"q"`` (:meth:`q_loss`: resample the online and target noise,
+    the C51 loss), reporting ``{"loss_q": 0-dim, "priority": [B]}`` (the learner feeds
+    ``priority`` to the prioritized replay at the batch's ``"index"``)."""
 
     name = "rainbow"
     action_kind = "discrete"
@@ -402,15 +403,12 @@ class RainbowAgent(Agent):
             self.network, gamma=cfg.gamma, n_step=cfg.n_step,
             priority_exponent=cfg.priority_exponent,
         )  # fmt: skip
-        # HardUpdate copies when its counter reaches the interval: 0 copies on every step() call
-        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        self.optimizers = {"q": make_adam(self.network.parameters(), cfg.lr)}  # fused
         self.policy = PolicyWrapper(DistributionalSelector(self.network), seed=cfg.seed)
         self._noise_seed = cfg.seed + 1  # the update noise stream, apart from the policy's
         self._generators: dict[torch.device, torch.Generator] = {}
 
     def replay_options(self) -> ReplayOptions:
-        """Prioritized (``update`` returns ``loss ** priority_exponent``, so the sampler uses
+        """Prioritized (``q_loss`` reports ``loss ** priority_exponent``, so the sampler uses
         the priorities as they are) with per-robot ``n_step`` returns."""
         cfg = self.config
         return ReplayOptions(prioritized=True, beta=cfg.importance_beta, n_step=cfg.n_step)
@@ -433,15 +431,17 @@ class RainbowAgent(Agent):
         for device, generator_state in state.get("noise_generators", {}).items():
             self.noise_generator(torch.device(device)).set_state(generator_state)
 
-    def update(self, batch: TensorDictBase) -> TensorDict:
-        check_batch(batch, self.action_kind)
-        device = self.network.support.device
-        self.loss_module.resample_noise(self.noise_generator(device))
+    def objectives(self) -> tuple[Objective, ...]:
+        """One step of the network on ``loss_q``."""
+        network = ParameterGroup("q", self.network.parameters())
+        return (Objective("q", self.q_loss, "loss_q", network),)
+
+    def q_loss(self, batch: TensorDictBase) -> TensorDict:
+        """Fresh online and target noise (:meth:`noise_generator`), then ``loss_q`` and the new
+        ``priority`` ``[B]`` (:class:`RainbowLoss`)."""
+        self.loss_module.resample_noise(self.noise_generator(self.network.support.device))
         losses = self.loss_module(batch)
-        self.step_optimizer("q", losses["loss"], self.network.parameters())
-        return TensorDict(
-            {"loss_q": losses["loss"].detach(), "priority": losses["priority"]}, batch_size=[]
-        )
+        return TensorDict({"loss_q": losses["loss"], "priority": losses["priority"]})
 
     def export_network(self) -> PlannerCall:
         """Atom probabilities ``(N, 25, atoms)`` with the mean weights (no noise)."""

@@ -13,33 +13,34 @@ variables of the ``(2/pi) atan`` squashing (``da/dz = (2/pi) / (1 + z^2)``),
 
 Hyperparameters (the original's values): gamma 0.99, Adam lr 1e-4 (PyTorch defaults),
 gradient-norm clip 0.5 per network, fixed temperature ``alpha = 0.078``, batch 64 (the
-trainer's), target critics hard-copied every 10,000 env steps (the trainer calls
-:meth:`SACAgent.update_targets`), exploration epsilon-uniform on top of policy sampling.
+trainer's), target critics hard-copied every 10,000 env steps (the trainer's), exploration
+epsilon-uniform on top of policy sampling.
 Options that are not in the original: ``learn_alpha`` (automatic entropy tuning towards
 ``target_entropy = -2``, with its own Adam at ``lr``, off by default); ``n_step = n > 1`` (off by
 default): the trainer's per-robot n-step replay, the critics' target
 ``R + discount (1 - terminated) [min Q_t(s', a') - alpha log pi(a'|s')]`` with the transition's
 ``"discount" = gamma ** m`` (TorchRL's ``steps_to_next_obs``), as DDPG's.
 
-Update (one call of :meth:`SACAgent.update`):
+Update (:meth:`SACAgent.objectives`, stepped in this order by the trainer's ``Updater``):
 
-1. Critics: ``y = r + gamma (1 - terminated) [min(Q1_t, Q2_t)(s', a') - alpha log pi(a'|s')]``
+1. ``"critics"``: ``y = r + gamma (1 - terminated) [min(Q1_t, Q2_t)(s', a') - alpha log pi(a'|s')]``
    with ``a' ~ pi(.|s')`` from the current actor; loss ``MSE(Q1(s, a), y) + MSE(Q2(s, a), y)``
    (reported as ``loss_critic``); one Adam over both critics, each critic's gradient clipped to
    norm 0.5 separately. Adam is element-wise, so this equals the original's one Adam per
    critic.
-2. Actor: ``mean(alpha log pi(a~|s) - min(Q1, Q2)(s, a~))``, ``a~ ~ pi(.|s)`` re-sampled, with the
-   updated critics (detached: the actor step never moves the critics); clip 0.5, Adam step.
-3. Temperature (``learn_alpha`` only): ``-log alpha (log pi(a~|s) + target_entropy)``.
-
-``update`` returns detached 0-dim ``loss_critic``, ``loss_actor``, ``loss_alpha`` (computed, and
-reported, even when alpha is fixed; only stepped when learned) and ``alpha``.
+2. ``"actor"``: ``mean(alpha log pi(a~|s) - min(Q1, Q2)(s, a~))``, ``a~ ~ pi(.|s)`` re-sampled,
+   with the updated critics (detached: the actor step never moves the critics); clip 0.5, Adam
+   step. The same step reports the temperature's loss ``-log alpha (log pi(a~|s) +
+   target_entropy)`` (``loss_alpha``, on the detached ``log pi``) and ``alpha``, the temperature
+   the actor loss used; with ``learn_alpha`` it also minimises ``loss_alpha`` and steps the
+   temperature (group ``"alpha"``, clipped on its own). No gradient crosses between the two:
+   the actor loss uses a detached alpha, the alpha loss a detached ``log pi``.
 
 Built on TorchRL's ``SACLoss`` (v2: no state-value network; ``num_qvalue_nets=2`` with the two
 critics passed as a list so their stacked parameters keep their own initialisations,
 ``loss_function="l2"``, ``delay_qvalue=True``, ``delay_actor=False``, ``fixed_alpha=not
-learn_alpha``) with its TD(0) estimator, a ``ProbabilisticActor`` over
-:class:`AtanSquashedNormal`, and ``HardUpdate``. The critics' parameters live stacked
+learn_alpha``) with its TD(0) estimator and a ``ProbabilisticActor`` over
+:class:`AtanSquashedNormal`. The critics' parameters live stacked
 ``[2, ...]`` in ``loss_module.qvalue_network_params``; :meth:`SACAgent.critic_network` returns a
 plain ``QCritic`` copy of one of them.
 
@@ -56,10 +57,7 @@ Deviations from the original (its quirks replaced by the standard algorithm; doc
   timeouts as terminal).
 * One Adam holds both critics' stacked parameters (equivalent, see above); the gradient clip
   is still per critic.
-* The Adams are ``fused=True`` (same update up to rounding): one kernel per step, and no
-  ``item()`` calls on the step counters, which the default single-tensor / foreach Adam reads back
-  once per parameter (no read-back in the update step: rule 1 of
-  docs/architecture.md, "Performance rules and where they are kept").
+* The Adams are ``fused=True`` (same update up to rounding; ``training.updater.make_adam``).
 * ``normalize_observations=True`` (off by default) scales the network inputs (not original).
 """
 
@@ -74,17 +72,17 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch.distributions import Distribution, constraints
 from torchrl.modules import ProbabilisticActor
-from torchrl.objectives import HardUpdate, SACLoss, ValueEstimators
+from torchrl.objectives import SACLoss, ValueEstimators
 
 from marinenav.agents.base import (
     OBSERVATION_KEYS,
     Agent,
     NStepConfig,
+    Objective,
+    ParameterGroup,
     PlannerCall,
     StackedCritics,
-    check_batch,
     check_options,
-    make_adam,
     with_steps_to_next_obs,
 )
 from marinenav.keys import ACTION
@@ -163,7 +161,8 @@ class SACConfig(NStepConfig):
 
 class SACAgent(StackedCritics, Agent):
     """SAC agent: ``actor`` online network, TorchRL ``SACLoss`` holding the stacked critics and
-    their targets, optimisers ``"critics"``, ``"actor"`` (and ``"alpha"`` when learned)."""
+    their targets, objectives ``"critics"`` and ``"actor"`` (which also steps ``"alpha"`` when
+    learned)."""
 
     name = "sac"
     action_kind = "continuous"
@@ -193,13 +192,6 @@ class SACAgent(StackedCritics, Agent):
         # TD(0): r + gamma * (1 - ("next", "terminated")) * V(s'), V = min Q_t - alpha log pi
         self.loss_module.make_value_estimator(ValueEstimators.TD0, gamma=cfg.gamma)
         _ = self.loss_module.target_entropy  # registers the lazy buffer now (stable state_dict)
-        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        self.optimizers = {
-            "critics": make_adam(self.critic_parameters(), cfg.lr),
-            "actor": make_adam(self.actor.parameters(), cfg.lr),
-        }
-        if cfg.learn_alpha:
-            self.optimizers["alpha"] = make_adam([self.loss_module.log_alpha], cfg.lr)
         self.policy = PolicyWrapper(GaussianSelector(self.actor), seed=cfg.seed)
 
     @property
@@ -207,34 +199,30 @@ class SACAgent(StackedCritics, Agent):
         """The current temperature (0-dim tensor, no host read)."""
         return self.loss_module.log_alpha.detach().exp()
 
-    def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
-        """One MSE step on both critics; returns the detached sum of the two losses."""
-        loss, _ = self.loss_module.qvalue_v2_loss(with_steps_to_next_obs(batch, self.config.gamma))
-        self.step_optimizer("critics", loss, self.critic_parameters(), stacked=True)
-        return loss.detach()
-
-    def actor_step(self, batch: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
-        """One step on the actor; returns the detached loss and ``log pi`` of the samples."""
-        loss, metadata = self.loss_module.actor_loss(batch)
-        self.step_optimizer("actor", loss, self.actor.parameters())
-        return loss.detach(), metadata["log_prob"]
-
-    def update(self, batch: TensorDictBase) -> TensorDict:
-        check_batch(batch, self.action_kind)
-        loss_critic = self.critic_step(batch)
-        loss_actor, log_prob = self.actor_step(batch)
-        loss_alpha = self.loss_module.alpha_loss(log_prob).mean()
+    def objectives(self) -> tuple[Objective, ...]:
+        """Both critics' step, then the actor's (and the learned temperature's) against the
+        updated critics."""
+        actor = ParameterGroup("actor", self.actor.parameters())
         if self.config.learn_alpha:
-            self.step_optimizer("alpha", loss_alpha, [self.loss_module.log_alpha])
-        return TensorDict(
-            {
-                "loss_critic": loss_critic,
-                "loss_actor": loss_actor,
-                "loss_alpha": loss_alpha.detach(),
-                "alpha": self.alpha,
-            },
-            batch_size=[],
-        )
+            alpha = ParameterGroup("alpha", [self.loss_module.log_alpha])
+            actor_objective = Objective("actor", self.actor_loss, ("loss_actor", "loss_alpha"),
+                                   (actor, alpha))  # fmt: skip
+        else:
+            actor_objective = Objective("actor", self.actor_loss, "loss_actor", actor)
+        critics = ParameterGroup("critics", self.critic_parameters(), stacked=True)
+        return Objective("critics", self.critic_loss, "loss_critic", critics), actor_objective
+
+    def critic_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_critic``: the sum of the two critics' MSE losses (draws ``a' ~ pi(.|s')``)."""
+        loss, _ = self.loss_module.qvalue_v2_loss(with_steps_to_next_obs(batch, self.config.gamma))
+        return TensorDict({"loss_critic": loss})
+
+    def actor_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_actor`` (draws ``a~ ~ pi(.|s)``), ``loss_alpha`` on its detached ``log pi``,
+        and ``alpha``, the temperature the actor loss used."""
+        loss, metadata = self.loss_module.actor_loss(batch)
+        loss_alpha = self.loss_module.alpha_loss(metadata["log_prob"]).mean()
+        return TensorDict({"loss_actor": loss, "loss_alpha": loss_alpha, "alpha": self.alpha})
 
     def export_network(self) -> PlannerCall:
         """The actor: ``(mu (N, 2), log_sigma (N, 2))`` of the pre-squash Gaussian (no sampling

@@ -6,21 +6,21 @@ the original.
 Networks: the DDPG actor ``DeterministicActor`` (seed ``cfg.seed``) and two DDPG critics
 ``QCritic`` (seeds ``cfg.seed + 1`` and ``cfg.seed + 2``, as SAC's), each with a target copy.
 
-Update (one call of :meth:`TD3Agent.update`):
+Update (:meth:`TD3Agent.objectives`, stepped in this order by the trainer's ``Updater``):
 
-1. Critics (every call): ``y = r + discount (1 - terminated) min_k Q_target_k(s', a')`` with
+1. ``"critics"`` (every update): ``y = r + discount (1 - terminated) min_k Q_target_k(s', a')`` with
    ``a' = clamp(mu_target(s') + clamp(eps, -noise_clip, noise_clip), -1, 1)``,
    ``eps ~ N(0, policy_noise^2)`` per action component (target policy smoothing); loss
-   ``SmoothL1(Q_1(s, a), y) + SmoothL1(Q_2(s, a), y)`` (DDPG's Huber loss on each critic), one
-   Adam over both critics' stacked parameters, each critic's gradient clipped to norm
-   ``grad_clip_norm`` separately.
-2. Actor (every ``policy_delay``-th call, the first call included): ``-mean Q_1(s, mu(s))`` with
-   the updated critic 1 (detached), clip, Adam step. A call that does not step the actor reports
-   the last actor loss.
+   ``SmoothL1(Q_1(s, a), y) + SmoothL1(Q_2(s, a), y)`` (DDPG's Huber loss on each critic),
+   reported as ``loss_critic``; one Adam over both critics' stacked parameters, each critic's
+   gradient clipped to norm ``grad_clip_norm`` separately.
+2. ``"actor"`` (every ``policy_delay``-th update, the first included: ``every=policy_delay``):
+   ``-mean Q_1(s, mu(s))`` with the updated critic 1 (detached), clip, Adam step. An update
+   that does not step the actor reports the last actor loss.
 
 Built on TorchRL's ``TD3Loss`` (``num_qvalue_nets=2`` over a list of the two critics, bounds
 (-1, 1), ``loss_function="smooth_l1"``, target actor and target critics) with its TD(0)
-estimator, and ``HardUpdate``.
+estimator.
 
 What stays the original DDPG's: exploration (epsilon-uniform random actions, the
 trainer's schedule), the deterministic evaluation action ``mu(s)``, Adam 1e-4, clip 0.5, batch
@@ -28,32 +28,29 @@ trainer's schedule), the deterministic evaluation action ``mu(s)``, Adam 1e-4, c
 averaging, tau 0.005; the trainer's copy is kept so that only the three changes differ).
 ``n_step > 1`` (off by default) learns from the trainer's per-robot n-step replay, as DDPG can.
 
-The delayed actor step is a branch on a Python counter (``critic_updates``, kept in
-checkpoints), so ``update`` is not one fixed graph: ``cudagraph_update = False``, and
-``compile_update(compile=True)`` compiles the critic step and the actor step separately.
-The Adams are ``fused=True`` (no host read of their step counters).
+The delayed actor step is a branch on the updater's host counter of updates (the run's update
+count, kept in checkpoints), so an update is not one fixed graph: ``cudagraph_update = False``,
+and ``compile=true`` compiles the critic step and the actor step separately.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
-from torchrl._utils import compile_with_warmup
-from torchrl.objectives import HardUpdate, TD3Loss, ValueEstimators
+from torchrl.objectives import TD3Loss, ValueEstimators
 
 from marinenav.agents.base import (
     OBSERVATION_KEYS,
     Agent,
     NStepConfig,
+    Objective,
+    ParameterGroup,
     PlannerCall,
     StackedCritics,
-    check_batch,
     check_options,
-    make_adam,
+    critic_then_actor,
     with_steps_to_next_obs,
 )
 from marinenav.keys import ACTION
@@ -78,14 +75,14 @@ class TD3Config(NStepConfig):
 
 class TD3Agent(StackedCritics, Agent):
     """TD3 agent: ``actor`` online network, TorchRL ``TD3Loss`` holding the stacked critics and
-    the targets, optimisers ``"critics"`` and ``"actor"``."""
+    the targets, objectives ``"critics"`` and ``"actor"`` (delayed)."""
 
     name = "td3"
     action_kind = "continuous"
     config_class = TD3Config
     model_type = "TD3"
     export_outputs = ("action",)
-    cudagraph_update = False  # the actor steps on every policy_delay-th call: a Python branch
+    cudagraph_update = False  # the actor steps on every policy_delay-th update: a host branch
 
     def __init__(self, config: TD3Config | None = None) -> None:
         super().__init__(config)
@@ -102,56 +99,25 @@ class TD3Agent(StackedCritics, Agent):
         )  # fmt: skip
         # TD(0): r + gamma * (1 - ("next", "terminated")) * min_k Q_target_k(s', a')
         self.loss_module.make_value_estimator(ValueEstimators.TD0, gamma=cfg.gamma)
-        self.target_updater = HardUpdate(self.loss_module, value_network_update_interval=0)
-        self.optimizers = {
-            "critics": make_adam(self.critic_parameters(), cfg.lr),
-            "actor": make_adam(self.actor.parameters(), cfg.lr),
-        }
         self.policy = PolicyWrapper(DeterministicSelector(self.actor), seed=cfg.seed)
-        self.critic_updates = 0  # calls of update() so far (decides the delayed actor step)
-        self.register_buffer("last_loss_actor", torch.zeros(()), persistent=False)
 
-    def critic_step(self, batch: TensorDictBase) -> torch.Tensor:
-        """One SmoothL1 step on both critics towards the clipped double-Q target; returns the
-        detached sum of the two critics' losses."""
-        loss, _ = self.loss_module.value_loss(batch)
-        self.step_optimizer("critics", loss, self.critic_parameters(), stacked=True)
-        return loss.detach()
+    def objectives(self) -> tuple[Objective, ...]:
+        """Both critics' step on every update; the actor's, against the updated critic 1, on
+        every ``policy_delay``-th."""
+        critics = ParameterGroup("critics", self.critic_parameters(), stacked=True)
+        actor = ParameterGroup("actor", self.actor.parameters())
+        return critic_then_actor(self, critics, actor, actor_every=self.config.policy_delay)
 
-    def actor_step(self, batch: TensorDictBase) -> torch.Tensor:
-        """``-mean Q_1(s, mu(s))`` step on the actor only; returns the detached loss."""
+    def critic_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_critic``: the sum of the two critics' SmoothL1 losses towards the clipped
+        double-Q target (draws the smoothing noise)."""
+        loss, _ = self.loss_module.value_loss(with_steps_to_next_obs(batch, self.config.gamma))
+        return TensorDict({"loss_critic": loss})
+
+    def actor_loss(self, batch: TensorDictBase) -> TensorDict:
+        """``loss_actor``: ``-mean Q_1(s, mu(s))`` (gradients reach the actor only)."""
         loss, _ = self.loss_module.actor_loss(batch)
-        self.step_optimizer("actor", loss, self.actor.parameters())
-        return loss.detach()
-
-    def update(self, batch: TensorDictBase) -> TensorDict:
-        check_batch(batch, self.action_kind)
-        loss_critic = self.critic_step(with_steps_to_next_obs(batch, self.config.gamma))
-        if self.critic_updates % self.config.policy_delay == 0:
-            self.last_loss_actor.copy_(self.actor_step(batch))
-        self.critic_updates += 1
-        return TensorDict(
-            {"loss_critic": loss_critic, "loss_actor": self.last_loss_actor.clone()},
-            batch_size=[],
-        )
-
-    def compile_update(self, compile: bool = True, cudagraphs: bool = False) -> None:
-        """``torch.compile`` the critic step and the actor step separately (``update`` itself
-        branches on the Python counter); ``cudagraphs=true`` is refused (the base class says
-        why)."""
-        super().compile_update(compile=False, cudagraphs=cudagraphs)
-        if compile:
-            self.critic_step = compile_with_warmup(self.critic_step, warmup=1)
-            self.actor_step = compile_with_warmup(self.actor_step, warmup=1)
-
-    def training_state_dict(self) -> dict[str, Any]:
-        """The base state plus ``critic_updates``, so a resumed run keeps the actor's
-        phase."""
-        return {**super().training_state_dict(), "critic_updates": self.critic_updates}
-
-    def load_training_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_training_state_dict(state)
-        self.critic_updates = int(state["critic_updates"])
+        return TensorDict({"loss_actor": loss})
 
     def export_network(self) -> PlannerCall:
         """The actor: action ``(N, 2)`` in (-1, 1), as DDPG's planner (the original's C++

@@ -2,8 +2,9 @@
 (:func:`load_checkpoint`, :func:`load_agent`) in one place.
 
 A run directory (``hydra.run.dir``) holds ``checkpoint.pt`` (written by the trainer: config,
-agent networks and optimisers, the agent's acting random streams, the learner's state (replay,
-n-step windows, update counters), simulator state, counters) and ``eval_configs.json`` (the fixed
+agent networks and the updater's optimisers, the agent's acting random streams, the learner's
+state (replay, n-step windows, update counters), simulator state, counters) and
+``eval_configs.json`` (the fixed
 evaluation set in the original's layout). ``best/checkpoint.pt`` holds the agent of the best
 evaluation (ties: the later), and with ``checkpoint.keep_evaluated`` ``evaluated/<timestep>/
 checkpoint.pt`` every evaluated agent: policy snapshots (config, agent, counters, evaluations,
@@ -29,6 +30,7 @@ from marinenav.agents import Agent
 from marinenav.files import FileWriteError, atomic_path, describe
 from marinenav.keys import device_named
 from marinenav.training.factory import build_agent
+from marinenav.training.updater import Updater
 
 CHECKPOINT_NAME = "checkpoint.pt"
 BEST_DIR = "best"  # the agent of the best evaluation so far, beside the last checkpoint
@@ -50,19 +52,22 @@ def _unreadable(path: Path, error: Exception) -> CheckpointError:
 def run_state(
     config: dict[str, Any],
     agent: Agent,
+    updater: Updater,
     counters: dict[str, Any],
     evaluations: list[dict[str, Any]],
     run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The checkpoint layout, written in one place. Always: ``config`` (the run config as a
-    plain dict), ``agent`` (networks, targets, optimisers: ``agent.training_state_dict()``),
-    ``counters`` (``timesteps``, ``updates``, ``wall_clock_s``) and ``evaluations`` (every
-    evaluation's metrics so far). A resumable checkpoint adds ``run``'s entries (the trainer
-    gives ``learner``, ``simulator``, ``trackers``) and the random streams (``agent_rng``: the
-    agent's acting streams; ``torch_rng``, ``cuda_rng``: the global ones); without ``run`` the
-    state is a policy snapshot (``"snapshot": True``: ``best/``, ``evaluated/<timestep>/``)."""
-    state = {"config": config, "agent": agent.training_state_dict(), "counters": counters,
-             "evaluations": evaluations}  # fmt: skip
+    plain dict), ``agent`` (networks, targets and any other state of the agent:
+    ``agent.training_state_dict()``, with the updater's optimiser states under
+    ``"optimizers"``), ``counters`` (``timesteps``, ``updates``: the updater's count too,
+    ``wall_clock_s``) and ``evaluations`` (every evaluation's metrics so far). A resumable
+    checkpoint adds ``run``'s entries (the trainer gives ``learner``, ``simulator``,
+    ``trackers``) and the random streams (``agent_rng``: the agent's acting streams;
+    ``torch_rng``, ``cuda_rng``: the global ones); without ``run`` the state is a policy
+    snapshot (``"snapshot": True``: ``best/``, ``evaluated/<timestep>/``)."""
+    learned = {**agent.training_state_dict(), "optimizers": updater.state_dict()["optimizers"]}
+    state = {"config": config, "agent": learned, "counters": counters, "evaluations": evaluations}
     if run is None:
         state["snapshot"] = True
         return state
@@ -71,6 +76,16 @@ def run_state(
     state["torch_rng"] = torch.get_rng_state()
     state["cuda_rng"] = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
     return state
+
+
+def restore_agent(state: dict[str, Any], agent: Agent, updater: Updater) -> None:
+    """Put back what :func:`run_state` saved of the agent and its updater: networks, targets,
+    the agent's other state, the optimisers' states and the update count (the run's
+    ``counters.updates``; TD3's ``critic_updates`` of older checkpoints held the same count)."""
+    agent.load_training_state_dict(state["agent"])
+    updater.load_state_dict(
+        {"optimizers": state["agent"]["optimizers"], "updates": state["counters"]["updates"]}
+    )
 
 
 def restore_random_streams(state: dict[str, Any], agent: Agent) -> None:

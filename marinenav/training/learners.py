@@ -1,8 +1,9 @@
 """What turns collected environment steps into gradient updates: the trainer's learners.
 
 The trainer acts, steps the environments and hands every batched step to a *learner*; the
-learner decides what to keep and when to update the agent. Which learner an agent gets is the
-agent's class attribute ``learning`` (``marinenav.agents.base``), looked up in :data:`LEARNERS`:
+learner decides what to keep and when to update the agent, through the trainer's
+:class:`~marinenav.training.updater.Updater`. Which learner an agent gets is the agent's class
+attribute ``learning`` (``marinenav.agents.base``), looked up in :data:`LEARNERS`:
 
 * ``"replay"`` (:class:`ReplayLearner`): off-policy agents. Robot transitions go into a device
   replay (uniform, or prioritized and per-robot n-step as the agent's ``replay_options()``
@@ -39,6 +40,7 @@ from marinenav.keys import (
 from marinenav.training.nstep import NStepTransitions
 from marinenav.training.prioritized import DevicePrioritizedSampler
 from marinenav.training.replay import RobotReplay
+from marinenav.training.updater import Updater
 
 # Agent.learning -> "module:class"; imported on demand (one learner's dependencies only)
 LEARNERS = {
@@ -48,7 +50,9 @@ LEARNERS = {
 
 
 class Learner(Protocol):
-    """The interface the trainer drives (one learner per run).
+    """The interface the trainer drives (one learner per run), built with the run's agent, the
+    :class:`~marinenav.training.updater.Updater` that learns with it, the run config and the
+    device.
 
     ``observe`` is called with every batched environment step as one transition ``[E]`` in
     TorchRL's layout (:func:`marinenav.envs.transition`): ``("agents", ...)`` the
@@ -57,10 +61,13 @@ class Learner(Protocol):
     before any restart. ``learn`` is called right after, with the
     run's timestep count (``E`` more than at the previous call): it takes the gradient updates
     due now and returns the sum of their losses (a TensorDict of 0-dim device tensors, never
-    read back here; ``None`` when no update was taken) and how many updates it took.
+    read back here; ``None`` when no update was taken) and how many updates it took (each one
+    ``updater.update``).
     """
 
-    def __init__(self, agent: Agent, cfg: DictConfig, device: torch.device) -> None: ...
+    def __init__(
+        self, agent: Agent, updater: Updater, cfg: DictConfig, device: torch.device
+    ) -> None: ...
 
     def observe(self, transition: TensorDictBase) -> None: ...
 
@@ -71,7 +78,9 @@ class Learner(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-def make_learner(agent: Agent, cfg: DictConfig, device: torch.device) -> Learner:
+def make_learner(
+    agent: Agent, updater: Updater, cfg: DictConfig, device: torch.device
+) -> Learner:
     """The learner ``agent.learning`` names (see :data:`LEARNERS`), built for run ``cfg``."""
     if agent.learning not in LEARNERS:
         raise ValueError(
@@ -79,7 +88,7 @@ def make_learner(agent: Agent, cfg: DictConfig, device: torch.device) -> Learner
             f"{', '.join(LEARNERS)}"
         )
     module, cls = LEARNERS[agent.learning].split(":")
-    return getattr(importlib.import_module(module), cls)(agent, cfg, device)
+    return getattr(importlib.import_module(module), cls)(agent, updater, cfg, device)
 
 
 def robot_transitions(transition: TensorDictBase) -> TensorDict:
@@ -105,11 +114,9 @@ class ReplayLearner:
     :class:`~marinenav.training.prioritized.DevicePrioritizedSampler` (``alpha = 1``: the
     agent's priorities already carry its exponent; ``beta`` from the options), fed with one-step
     transitions of the robots that acted or, when ``n_step > 1``, with per-robot n-step
-    transitions (:class:`~marinenav.training.nstep.NStepTransitions`). A ``"priority"`` entry
-    of the agent's losses goes back to the sampler at the batch's ``"index"``.
-
-    Targets: with ``training.target_tau`` set, one Polyak step (``agent.update_targets()``)
-    after every update; otherwise the trainer's hard copies.
+    transitions (:class:`~marinenav.training.nstep.NStepTransitions`). Each update is
+    ``updater.update(batch)``; a ``"priority"`` entry of what it reports goes back to the sampler
+    at the batch's ``"index"``.
 
     Updates: none before ``training.learning_starts`` timesteps nor before the replay holds
     complete transitions (:attr:`ready`: ``n`` batched steps stored, so that with many
@@ -119,10 +126,12 @@ class ReplayLearner:
     change how much learning each transition gets.
     """
 
-    def __init__(self, agent: Agent, cfg: DictConfig, device: torch.device) -> None:
+    def __init__(
+        self, agent: Agent, updater: Updater, cfg: DictConfig, device: torch.device
+    ) -> None:
         training = cfg.training
         options = agent.replay_options()
-        self.agent = agent
+        self.updater = updater
         self.learning_starts = int(training.learning_starts)
         self.updates_per_timestep = training.updates_per_timestep
         self.save_replay = bool(cfg.checkpoint.save_replay)
@@ -138,8 +147,6 @@ class ReplayLearner:
         self.replay = RobotReplay(
             training.replay_capacity, device, training.batch_size, sampler, seed=cfg.seed
         )
-        # Polyak targets step after every update; hard copies are the trainer's (by timesteps)
-        self.soft_targets = training.get("target_tau", None) is not None
         self.timesteps = 0  # the run's timestep count at the last learn() (host counter)
         self.pending_updates = 0.0  # fraction of an update carried to the next step
         # batched steps stored since the replay was last empty (host counter, capped at n):
@@ -181,9 +188,7 @@ class ReplayLearner:
         loss_sums = None
         for _ in range(count):
             batch = self.replay.sample()
-            losses = self.agent.update(batch)
-            if self.soft_targets:
-                self.agent.update_targets()
+            losses = self.updater.update(batch)
             priority = losses.pop("priority", None)
             if priority is not None:
                 self.replay.update_priority(batch.get("index"), priority)

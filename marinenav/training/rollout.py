@@ -7,9 +7,10 @@ agent.config.rollout_steps`` batched steps in preallocated device buffers ``[E, 
 (time is the last batch dimension, as TorchRL's value estimators expect) and writes step ``t``
 into column ``t`` in place: no allocation and no host read per step. When ``T`` steps are in,
 :meth:`learn` asks the agent for values and GAE advantages of the whole rollout
-(``agent.estimate_advantages``), takes ``epochs x minibatches`` gradient steps
-(``agent.update``) on random, equal minibatches of ``(environment, step)`` rows, each with all
-its robot slots (the centralised critic needs them together), and starts the next rollout.
+(``agent.estimate_advantages``), takes ``epochs x minibatches`` updates (``updater.update``,
+the trainer's :class:`~marinenav.training.updater.Updater`) on random, equal minibatches of
+``(environment, step)`` rows, each with all its robot slots (the centralised critic needs them
+together), and starts the next rollout.
 
 Rollout layout (``E`` environments, ``T`` steps, ``R`` robot slots):
 
@@ -101,15 +102,17 @@ class RolloutLearner:
     Args:
         agent: an agent with ``learning = "rollout"``: ``config.rollout_steps``,
             ``config.epochs``, ``config.minibatches``, ``update_keys`` (what a minibatch
-            holds), ``estimate_advantages(rollout)`` and ``update(minibatch) -> TensorDict`` of
-            0-dim losses.
+            holds) and ``estimate_advantages(rollout)``.
+        updater: the :class:`~marinenav.training.updater.Updater` that learns with ``agent``:
+            ``update(minibatch) -> TensorDict`` of 0-dim losses.
         cfg: the run config: ``env.num_envs`` (``E``), ``env.robot_slots`` (``R``),
             ``env.dtype`` and ``seed`` (the minibatch shuffling stream) are read.
         device: where the rollout lives (the environment's and the agent's device).
     """
 
-    def __init__(self, agent, cfg, device: torch.device | str) -> None:
+    def __init__(self, agent, updater, cfg, device: torch.device | str) -> None:
         self.agent = agent
+        self.updater = updater
         self.device = torch.device(device)
         self.num_envs = int(cfg.env.num_envs)
         self.robot_slots = int(cfg.env.robot_slots)
@@ -120,7 +123,7 @@ class RolloutLearner:
         rows = self.num_envs * self.rollout_steps
         if rows % self.minibatches:
             # equal minibatches: one shape for every update (what torch.compile and CUDA graphs
-            # of agent.update need)
+            # of the update need)
             raise ValueError(
                 f"agent.minibatches={self.minibatches} must divide the {rows} rows of a rollout "
                 f"(env.num_envs x agent.rollout_steps)"
@@ -184,7 +187,7 @@ class RolloutLearner:
         for _ in range(self.epochs):
             order = torch.randperm(rows.shape[0], generator=self.generator, device=self.device)
             for index in order.chunk(self.minibatches):
-                losses = agent.update(rows[index])
+                losses = self.updater.update(rows[index])
                 total = losses if total is None else total + losses
                 updates += 1
         return total, updates

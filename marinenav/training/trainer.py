@@ -4,11 +4,13 @@ Per batched step: epsilon from the schedule (host arithmetic on the host step co
 agents whose class says ``epsilon_greedy``), act with the agent's ``PolicyWrapper``, step every
 environment and restart the finished ones (``MarineNavEnv.step_and_reset``, no host read), and
 hand the step to the agent's *learner* (``marinenav.training.learners``: the one its class
-attribute ``learning`` names), which stores what it needs and takes the gradient updates due.
-Target copies (``agent.update_targets()``; with ``training.target_tau`` the learner takes a
-Polyak step after every update instead), evaluations, checkpoints and metric read-backs
-happen when the timestep counter crosses their intervals. The learning rates follow a linear
-decay to ``training.final_lr_fraction`` of their initial values over the budget (constant by
+attribute ``learning`` names), which stores what it needs and takes the gradient updates due
+through the run's :class:`~marinenav.training.updater.Updater`: the trainer's optimisers,
+gradient clipping and target updates over the losses the agent declares. Target copies
+(``updater.update_targets()``; with ``training.target_tau`` the updater takes a Polyak step
+after every update instead), evaluations, checkpoints and metric read-backs happen when the
+timestep counter crosses their intervals. The learning rates follow a linear decay to
+``training.final_lr_fraction`` of their initial values over the budget (constant by
 default). Every evaluation that matches or beats the best success so far writes the agent to
 ``best/checkpoint.pt`` (a policy snapshot: no replay, not resumable); with
 ``checkpoint.keep_evaluated`` every evaluated agent is kept in ``evaluated/<timestep>/``.
@@ -17,7 +19,7 @@ trainer knows agents only through that contract (``marinenav.agents.base``), nev
 
 Accelerators (opt-in, TorchRL's sota ``compile`` / ``cudagraphs`` keys): ``compile=true``
 compiles the environment step (``MarineNavEnv(compile_step=True)``), the acting network
-(``agent.compile_policy()``) and the update (``agent.compile_update()``); ``cudagraphs=true``
+(``agent.compile_policy()``) and the update (``updater.compile()``); ``cudagraphs=true``
 replays the environment step and the update as CUDA graphs (CUDA only, refused at start-up
 elsewhere). Eager is the default and the reference; the accelerated paths are tested equal to it.
 
@@ -67,6 +69,7 @@ from marinenav.training.checkpoint import (
     load_checkpoint,
     peek_checkpoint,
     refuse_snapshot,
+    restore_agent,
     restore_random_streams,
     run_state,
     write_checkpoint,
@@ -81,6 +84,7 @@ from marinenav.training.rundir import (
     check_resumable,
     record_resume,
 )
+from marinenav.training.updater import Updater
 from marinenav.training.validation import no_update_warning, validate
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
@@ -246,10 +250,9 @@ class Trainer:
         layout = layout_of(cfg)
         torch.manual_seed(cfg.seed)
         self.agent = build_agent(cfg.agent, self.device, run_seed=cfg.seed)
-        if cfg.training.get("target_tau", None) is not None:
-            self.agent.use_soft_targets(cfg.training.target_tau)
+        self.updater = Updater(self.agent, target_tau=cfg.training.get("target_tau", None))
         self.env = build_env(cfg, self.agent.action_kind, layout, self.device)
-        self.learner = make_learner(self.agent, cfg, self.device)
+        self.learner = make_learner(self.agent, self.updater, cfg, self.device)
         self.evaluator = build_evaluator(cfg, self.agent, self.device)
         # the reward's terms (the paper's, then the layout's) and the layout's end conditions
         self.term_names = self.env.sim.reward_term_names
@@ -286,7 +289,7 @@ class Trainer:
         if cfg.compile:  # after loading: a checkpoint's optimiser state resets capturable
             self.agent.compile_policy()
         if cfg.compile or cfg.cudagraphs:
-            self.agent.compile_update(compile=cfg.compile, cudagraphs=cfg.cudagraphs)
+            self.updater.compile(compile=cfg.compile, cudagraphs=cfg.cudagraphs)
         # evaluations.jsonl holds exactly the evaluations of the state the run continues from
         # (a run killed after an evaluation but before the next checkpoint repeats it)
         self._write_evaluations()
@@ -378,7 +381,7 @@ class Trainer:
             interval = cfg.training.target_update_interval
             hard_targets = cfg.training.get("target_tau", None) is None
             if hard_targets and crossed(before, self.timesteps, interval):
-                self.agent.update_targets()
+                self.updater.update_targets()
             if crossed(before, self.timesteps, cfg.evaluation.interval, cfg.evaluation.first):
                 self.evaluate(bar)
             if crossed(before, self.timesteps, cfg.logger.interval):
@@ -446,7 +449,7 @@ class Trainer:
         if final == 1.0:
             return
         progress = min(self.timesteps / self.cfg.training.total_timesteps, 1.0)
-        self.agent.set_lr_fraction(1.0 + (final - 1.0) * progress)
+        self.updater.set_lr_fraction(1.0 + (final - 1.0) * progress)
 
     def learn(self) -> None:
         """Let the learner take the updates due at the current timestep count; accumulate
@@ -577,8 +580,8 @@ class Trainer:
         ``marinenav.evaluate`` read, without the replay. Not resumable."""
         directory.mkdir(parents=True, exist_ok=True)
         state = run_state(
-            OmegaConf.to_container(self.cfg, resolve=True), self.agent, self._counters(),
-            self.evaluations,
+            OmegaConf.to_container(self.cfg, resolve=True), self.agent, self.updater,
+            self._counters(), self.evaluations,
         )  # fmt: skip
         return write_checkpoint(state, directory / CHECKPOINT_NAME)
 
@@ -639,8 +642,8 @@ class Trainer:
                          "episode_terms": self.episode_terms},
         }  # fmt: skip
         state = run_state(
-            OmegaConf.to_container(self.cfg, resolve=True), self.agent, self._counters(),
-            self.evaluations, run,
+            OmegaConf.to_container(self.cfg, resolve=True), self.agent, self.updater,
+            self._counters(), self.evaluations, run,
         )  # fmt: skip
         return write_checkpoint(state, self.run_dir / CHECKPOINT_NAME)
 
@@ -651,10 +654,10 @@ class Trainer:
         if saved["agent"]["name"] != self.cfg.agent.name:
             raise ValueError(f"checkpoint {path} is of agent {saved['agent']['name']!r}, "
                              f"not {self.cfg.agent.name!r}")  # fmt: skip
-        self.agent.load_training_state_dict(state["agent"])
+        counters = state["counters"]
+        restore_agent(state, self.agent, self.updater)
         self.learner.load_state_dict(state["learner"])
         self.env.sim.load_state_dict(state["simulator"])
-        counters = state["counters"]
         self.timesteps, self.updates = counters["timesteps"], counters["updates"]
         # checkpoints written by earlier versions lack wall_clock_s
         self.wall_clock_before = counters.get("wall_clock_s", 0.0)
