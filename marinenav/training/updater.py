@@ -30,6 +30,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import CudaGraphModule
+from torch import Tensor
 from torchrl._utils import compile_with_warmup
 from torchrl.objectives import HardUpdate, SoftUpdate
 from torchrl.objectives.utils import TargetNetUpdater
@@ -80,6 +81,22 @@ def target_updater(agent: Agent, tau: float | None) -> TargetNetUpdater | None:
     return updater
 
 
+def polyak_pairs(updater: SoftUpdate) -> tuple[list[Tensor], list[Tensor], float]:
+    """``(targets, sources, weight)``: every target tensor of a TorchRL ``SoftUpdate`` beside
+    its online tensor, and the weight its step uses (``1 - eps``, ``eps = 1 - tau``, as TorchRL
+    computes it). ``torch._foreach_lerp_(targets, sources, weight)`` is then its step exactly
+    (each tensor's ``lerp_``, as ``SoftUpdate._step``), without walking the TensorDicts on
+    every update (a seventh of an AC-IQN update on one CPU thread). The tensors are the
+    parameters' own storage: loading a checkpoint copies into them, so the lists stay valid."""
+    targets, sources = [], []
+    for key, source in updater._sources.items():  # TorchRL's registry of (online, target)
+        target = updater._targets.get(f"target_{key}")
+        for leaf in source.keys(include_nested=True, leaves_only=True):
+            targets.append(target.get(leaf).data)
+            sources.append(source.get(leaf).data)
+    return targets, sources, 1 - updater.eps
+
+
 class Updater:
     """Learns with ``agent``: one fused Adam per parameter group of its objectives (at the
     group's ``lr``, else ``agent.config.lr``), its objectives stepped in order on every
@@ -109,6 +126,7 @@ class Updater:
             self.optimizers[group.name] = make_adam(group.parameters, lr)
         self.targets = target_updater(agent, target_tau)
         self.soft_targets = target_tau is not None and self.targets is not None
+        self._polyak = polyak_pairs(self.targets) if self.soft_targets else None
         self.updates = 0
         self._steps: dict[str, Callable[[TensorDictBase], TensorDict]] = {
             objective.name: functools.partial(self._step, objective)
@@ -151,8 +169,9 @@ class Updater:
         else:
             reported = self._step_all(batch)
         self.updates += 1
-        if self.soft_targets:
-            self.targets.step()
+        if self._polyak is not None:
+            targets, sources, weight = self._polyak
+            torch._foreach_lerp_(targets, sources, weight)  # SoftUpdate's step, in one call
         return reported
 
     def step(self, name: str, batch: TensorDictBase) -> TensorDict:
