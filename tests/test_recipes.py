@@ -142,8 +142,8 @@ def test_soft_targets_step_once_per_update_and_hard_copies_stop(tmp_path, monkey
     cfg = tiny_config("agent=dqn", "training.target_tau=0.01")
     trainer = Trainer(cfg, tmp_path)
     calls = []
-    targets = trainer.updater.targets
-    monkeypatch.setattr(targets, "step", lambda: calls.append(trainer.learner.updater.updates))
+    updater = trainer.updater
+    monkeypatch.setattr(updater, "polyak_step", lambda: calls.append(updater.updates))
     trainer.train()
     assert trainer.updates > 0 and calls == list(range(1, trainer.updates + 1))
 

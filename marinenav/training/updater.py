@@ -170,9 +170,14 @@ class Updater:
             reported = self._step_all(batch)
         self.updates += 1
         if self._polyak is not None:
-            targets, sources, weight = self._polyak
-            torch._foreach_lerp_(targets, sources, weight)  # SoftUpdate's step, in one call
+            self.polyak_step()
         return reported
+
+    def polyak_step(self) -> None:
+        """One Polyak step of every target toward its online network (``target_tau``): TorchRL
+        ``SoftUpdate``'s step, as one ``torch._foreach_lerp_`` (:func:`polyak_pairs`)."""
+        targets, sources, weight = self._polyak
+        torch._foreach_lerp_(targets, sources, weight)
 
     def step(self, name: str, batch: TensorDictBase) -> TensorDict:
         """One gradient step of objective ``name`` alone (whatever its ``every``); returns what
