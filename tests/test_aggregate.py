@@ -147,7 +147,7 @@ def test_runs_command_adds_a_row_per_recipe(tmp_path: Path, capsys) -> None:
     sweep = tmp_path / "sweep"
     for seed, large in enumerate([540, 550, 560]):
         write_run(sweep / str(seed), seed, 9, large)
-    assert main(["runs", str(sweep)]) == 0
+    assert main(["runs", str(sweep), "--reps", "500"]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| agent=ac_iqn |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
@@ -163,6 +163,10 @@ def test_compare_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     assert exit_info.value.code == 2
     with pytest.raises(SystemExit):
         main(["compare", str(tmp_path / "a"), "--labels", "x", "y"])
+    for command in ("compare", "runs"):  # too few resamples for a 95% interval
+        with pytest.raises(SystemExit) as exit_info:
+            main([command, str(tmp_path / "a"), "--reps", "50"])
+        assert exit_info.value.code == 2
 
 
 def test_aggregate_holds_runs_in_rliable_layout() -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 import torch
+from filelock import FileLock
 
 from marinenav.agents import AGENT_NAMES, agent_class, make_agent
 from marinenav.planner import PlannerPolicy, load_planner
@@ -93,10 +94,11 @@ def cpp_build(request, tmp_path_factory) -> Path:
         cache.mkdir(f"planner_call-{key}") if cache is not None
         else tmp_path_factory.mktemp("planner_call")
     )  # fmt: skip
-    configure = _run([
-        cmake, "-S", str(SOURCE), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}",
-        f"-DCMAKE_CXX_COMPILER={compiler}", "-DCMAKE_BUILD_TYPE=Release",
-    ])  # fmt: skip
+    with FileLock(str(build) + ".lock"):  # pytest-xdist workers share the build directory
+        configure = _run([
+            cmake, "-S", str(SOURCE), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}",
+            f"-DCMAKE_CXX_COMPILER={compiler}", "-DCMAKE_BUILD_TYPE=Release",
+        ])  # fmt: skip
     if configure.returncode != 0:
         log = configure.stdout + configure.stderr
         # an error raised in libtorch's config files, or no config found: the wheel's, skipped;
@@ -117,8 +119,9 @@ def build_program(build: Path, target: str) -> Path:
     """Build ``target`` of ``cpp/planner_call`` in ``build`` (incremental); a compile or link
     error fails the test."""
     start = time.perf_counter()
-    built = _run([shutil.which("cmake") or "cmake", "--build", str(build), "-j1", "--target",
-                  target])  # fmt: skip
+    with FileLock(str(build) + ".lock"):  # pytest-xdist workers share the build directory
+        built = _run([shutil.which("cmake") or "cmake", "--build", str(build), "-j1",
+                      "--target", target])  # fmt: skip
     if built.returncode != 0:  # our code does not compile or link: a failure, not a skip
         pytest.fail(f"building {target} of {SOURCE} failed:\n{built.stdout}{built.stderr}")
     program = build / target

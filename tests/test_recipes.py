@@ -217,12 +217,11 @@ def test_workers_share_one_study_and_a_killed_worker_loses_only_its_trial(tmp_pa
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     common = ["-m", "+tune=proxy", f"hydra.sweeper.storage={storage}", "hydra.sweeper.n_trials=1"]
-    for worker in (0, 1):  # two workers, one trial each, other sampler seeds
-        result = train_py(*common, *TINY, f"hydra.sweeper.sampler.seed={worker}",
-                          f"hydra.sweep.dir={tmp_path / f'w{worker}'}", cwd=tmp_path)  # fmt: skip
-        assert result.returncode == 0, result.stderr[-3000:]
+    result = train_py(*common, *TINY, "hydra.sweeper.sampler.seed=0",
+                      f"hydra.sweep.dir={tmp_path / 'w0'}", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
     study = optuna.load_study(study_name="fast_recipe_proxy", storage=storage)
-    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE]
 
     # a worker whose trial would run for an hour, killed once the trial has started training
     killed_dir = tmp_path / "w2"
@@ -239,14 +238,14 @@ def test_workers_share_one_study_and_a_killed_worker_loses_only_its_trial(tmp_pa
         process.wait()
     states = [t.state for t in optuna.load_study(study_name="fast_recipe_proxy",
                                                  storage=storage).trials]  # fmt: skip
-    assert states[:2] == [optuna.trial.TrialState.COMPLETE] * 2
-    assert states[2:] == [optuna.trial.TrialState.RUNNING]  # lost: the trial it was running
+    assert states[:1] == [optuna.trial.TrialState.COMPLETE]
+    assert states[1:] == [optuna.trial.TrialState.RUNNING]  # lost: the trial it was running
     result = train_py(*common, *TINY, "hydra.sweeper.sampler.seed=3",
                       f"hydra.sweep.dir={tmp_path / 'w3'}", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     study = optuna.load_study(study_name="fast_recipe_proxy", storage=storage)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    assert len(complete) == 3 and 0.0 <= study.best_value <= 1.0
+    assert len(study.trials) == 3 and len(complete) == 2 and 0.0 <= study.best_value <= 1.0
 
 
 def test_a_tensor_learning_rate_is_decayed_in_place() -> None:

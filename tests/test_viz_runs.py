@@ -65,7 +65,7 @@ def test_a_sweep_expands_to_its_runs_in_job_order(sweep: Path, tmp_path: Path) -
 
 
 def test_runs_table_of_a_sweep(sweep: Path, capsys) -> None:
-    assert main(["runs", str(sweep)]) == 0
+    assert main(["runs", str(sweep), "--reps", "500"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == ("| run | agent | seed | overrides | timesteps | wall clock (min) | "
                         "last validation success | best validation success |")  # fmt: skip

@@ -145,6 +145,10 @@ def _parser() -> argparse.ArgumentParser:
              "(evaluation_large.json), the last validation, or auto (large where every run of "
              "the group has it)",
     )
+    runs.add_argument(
+        "--reps", type=int, default=50_000,
+        help="bootstrap resamples of the aggregate rows (default 50,000)",
+    )
     compare = commands.add_parser(
         "compare",
         help="recipes over seeds: IQM, mean, median with bootstrap intervals, worst run, "
@@ -362,7 +366,7 @@ def _runs(args: argparse.Namespace) -> None:
     from marinenav.viz.runs import runs_table
 
     print(runs_table(args.run_dirs))
-    groups = sweep_aggregates(args.run_dirs, args.score)
+    groups = sweep_aggregates(args.run_dirs, args.score, reps=args.reps)
     if groups:
         print()
         print(aggregate_table(groups))
@@ -399,6 +403,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     if args.command == "runs":
+        if args.reps < 100:
+            parser.error(f"--reps must be at least 100, got {args.reps}")
         _runs(args)
     elif args.command == "time-to-quality":
         _time_to_quality(args, parser)

@@ -54,7 +54,8 @@ def plot_case_table(metrics_files: list[Path], labels: list[str], out: Path) -> 
         ax.spines[side].set_visible(False)
     ax.tick_params(length=0)
     legend = [Patch(color=colour, label=label) for label, colour in OUTCOMES.values()]
-    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.35 - 0.02 * len(rows)),
+    # below the case numbers and the axis label: about 1.7 rows of cells under the axes
+    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -1.7 / len(rows)),
               ncol=3, frameon=False)  # fmt: skip
     return save_figure(figure, out, dpi=120, bbox_inches="tight")
 
