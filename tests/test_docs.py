@@ -257,7 +257,7 @@ def test_every_documented_program_answers_help_without_running() -> None:
 NOT_IN_REPO = {"runs", "outputs", "multirun", ".hydra", "best", "evaluated", "logs", ".venv",
                "hydra", "RobustFieldAutonomyLab", "build"}  # fmt: skip
 FILE_SUFFIX = re.compile(r"\.(py|md|ya?ml|json|jsonl|pt|png|gif|sh|txt|csv|toml|cpp)$")
-REPO_PATH = re.compile(r"(?<![\w/.$:<>-])((?:[\w.<>-]+/)+[\w.<>-]*)")
+REPO_PATH = re.compile(r"(?<![\w/.$:<>-])((?:[\w.<>*?-]+/)+[\w.<>*?-]*)")  # globs whole
 
 
 def named_paths(page: Path) -> list[str]:
@@ -274,7 +274,7 @@ def named_paths(page: Path) -> list[str]:
 def test_every_path_the_docs_name_exists() -> None:
     """A path in the README's or docs' code or links names a file or folder of the
     repository (from its root, the page's folder or the package), apart from the run-directory
-    layout and placeholders (``RUN_DIR``, ``<name>``, ``*``); e.g. no ``reference/LEARNING.md``
+    layout and placeholders (``RUN_DIR``, ``<name>``, globs); e.g. no ``reference/LEARNING.md``
     and no planner file outside the repository (the original's in tests/data/pretrained/, ours
     under results/)."""
     missing = []
@@ -282,7 +282,7 @@ def test_every_path_the_docs_name_exists() -> None:
         for path in named_paths(page):
             first = path.split("/")[0]
             if (first in NOT_IN_REPO or first.isupper() or first.isdigit()
-                    or re.search(r"[<>*{}]|\.\.\.", path)):  # fmt: skip
+                    or re.search(r"[<>*?{}]|\.\.\.", path)):  # fmt: skip
                 continue
             bases = (ROOT, page.parent, ROOT / "marinenav")
             # a path names a file (an extension) or starts at a folder we have; the rest of the
