@@ -460,8 +460,9 @@ class Evaluator:
         }  # fmt: skip
         if tracks:
             last = int(lasted.max())  # host: the tracks are read back once, for people
-            metrics["tracks"] = {"pos": poses[: last + 1, ..., :2].cpu(),
-                                 "theta": poses[: last + 1, ..., 2].cpu(), "steps": lasted.cpu()}
+            track = poses[: last + 1].cpu()  # host: once per evaluation, after the episodes
+            steps = lasted.cpu()  # host: once per evaluation, after the episodes
+            metrics["tracks"] = {"pos": track[..., :2], "theta": track[..., 2], "steps": steps}
         # Wilson 95% intervals of the success rates (not under "eval/": those are logged scalars)
         metrics["ci95"] = {"success_rate": wilson_interval(len(successful), E)}
         if self.evaluation_set.episodes_per_stage:
