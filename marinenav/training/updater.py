@@ -209,8 +209,11 @@ class Updater:
     def update_targets(self) -> None:
         """Move the target networks to the online ones: a hard copy, or one Polyak step with
         ``target_tau`` (which :meth:`update` already takes after every update); nothing for an
-        agent without targets."""
-        if self.targets is not None:
+        agent without targets. The Polyak step is :meth:`polyak_step`, the one :meth:`update`
+        takes."""
+        if self._polyak is not None:
+            self.polyak_step()
+        elif self.targets is not None:
             self.targets.step()
 
     def set_lr_fraction(self, fraction: float) -> None:
