@@ -1,7 +1,9 @@
-"""What the command-line modules (``evaluate``, ``export``, ``viz``) share: how they end."""
+"""What the command-line modules (``evaluate``, ``export``, ``viz``) share: how they end, and the
+argument types they refuse bad values with."""
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 from collections.abc import Callable
@@ -19,3 +21,18 @@ def run_command(main: Callable[[], int], prog: str) -> NoReturn:
               file=sys.stderr, flush=True)  # fmt: skip
         sys.exit(128 + signal.SIGINT)
     sys.exit(status)
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``low``, refused in one line otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse

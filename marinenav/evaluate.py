@@ -37,7 +37,7 @@ from tensordict.nn import TensorDictModuleBase
 
 from marinenav.agents import Agent
 from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
-from marinenav.cli import run_command
+from marinenav.cli import at_least, run_command
 from marinenav.encounters import encounter_records, format_encounters, own_and_targets
 from marinenav.files import FileWriteError, check_writable, write_text
 from marinenav.keys import check_seed, device_named, dtype_named
@@ -214,11 +214,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="planners and baselines: noise seed of the evaluation (default "
                              "253, the original's; a run: its own)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--max-steps", type=_at_least(1), default=None,
+    parser.add_argument("--max-steps", type=at_least(1), default=None,
                         help="step cap of an episode (default: a run's evaluation.max_steps, "
                              "1001 for planners and baselines, the original's)")
     parser.add_argument("--out", help="write the metrics as JSON here")
-    parser.add_argument("--pictures", type=_at_least(0), default=0,
+    parser.add_argument("--pictures", type=at_least(0), default=0,
                         help="render the first N episodes")
     parser.add_argument("--pictures-dir", default=None,
                         help="default: RUN_DIR/pictures, or pictures_BASELINE_VARIANT")
@@ -308,21 +308,6 @@ def _chosen_set(args: argparse.Namespace, config: dict[str, Any] | None) -> Eval
         return EvaluationSet.named(args.set or "paper", **conditions)
     chosen = run_evaluation_set(args.run_dir, config, args.set)
     return chosen if args.max_steps is None else chosen.replace(max_steps=args.max_steps)
-
-
-def _at_least(low: int):
-    """An argparse type: an integer of at least ``low``, refused in one line otherwise."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
-        return value
-
-    return parse
 
 
 def _seed(text: str) -> int:

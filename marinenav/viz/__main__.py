@@ -57,7 +57,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from marinenav.cli import run_command
+from marinenav.cli import at_least, run_command
 from marinenav.files import FileWriteError
 
 
@@ -101,11 +101,13 @@ def _parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=None, help="output directory (default RUN_DIR/episode_K)"
     )
     episode.add_argument("--gif", action="store_true", help="also write an animated GIF")
-    episode.add_argument("--every", type=int, default=1, help="draw every N-th step (default 1)")
+    episode.add_argument(
+        "--every", type=at_least(1), default=1, help="draw every N-th step (default 1)"
+    )
     episode.add_argument("--fps", type=float, default=10.0, help="GIF frames per second")
     episode.add_argument(
         "--max-steps",
-        type=int,
+        type=at_least(1),
         default=None,
         help="episode step cap (default the set's own: a run's evaluation.max_steps, 1001 "
              "for planners and baselines)",
@@ -146,8 +148,8 @@ def _parser() -> argparse.ArgumentParser:
              "the group has it)",
     )
     runs.add_argument(
-        "--reps", type=int, default=50_000,
-        help="bootstrap resamples of the aggregate rows (default 50,000)",
+        "--reps", type=at_least(100), default=50_000,
+        help="bootstrap resamples of the aggregate rows (default 50,000; at least 100)",
     )
     compare = commands.add_parser(
         "compare",
@@ -165,8 +167,9 @@ def _parser() -> argparse.ArgumentParser:
         help="as for runs (auto: the large set where every run has it, else validation)",
     )
     compare.add_argument(
-        "--reps", type=int, default=50_000,
-        help="bootstrap resamples of the aggregates (default 50,000; P(X > Y) at most 2,000)",
+        "--reps", type=at_least(100), default=50_000,
+        help="bootstrap resamples of the aggregates (default 50,000, at least 100; P(X > Y) at "
+             "most 2,000)",
     )
     compare.add_argument(
         "--out", type=Path, default=Path("performance_profiles.png"), help="image file"
@@ -206,10 +209,6 @@ def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     sources = [args.run_dir, args.baseline, args.planner]
     if sum(x is not None for x in sources) != 1:
         parser.error("give a run directory, --baseline NAME or --planner FILE (one of them)")
-    if args.every < 1:
-        parser.error(f"--every must be at least 1, got {args.every}")
-    if args.max_steps is not None and args.max_steps < 1:
-        parser.error(f"--max-steps must be at least 1, got {args.max_steps}")
     if args.set not in SET_NAMES:
         parser.error(f"--set {args.set!r}: choose one of {', '.join(SET_NAMES)}")
     if args.scenario is not None and args.scenario not in LAYOUTS:
@@ -341,8 +340,6 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         parser.error(f"{len(labels)} labels for {len(args.groups)} groups")
     if len(set(labels)) != len(labels):
         parser.error("two groups have the same label; name them with --labels")
-    if args.reps < 100:
-        parser.error(f"--reps must be at least 100, got {args.reps}")
     groups = []
     for spec, label in zip(args.groups, labels, strict=True):
         try:
@@ -403,8 +400,6 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     if args.command == "runs":
-        if args.reps < 100:
-            parser.error(f"--reps must be at least 100, got {args.reps}")
         _runs(args)
     elif args.command == "time-to-quality":
         _time_to_quality(args, parser)
