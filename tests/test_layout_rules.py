@@ -229,6 +229,52 @@ def test_the_cross_ahead_term_by_hand(case, own_heading, target_pos, target_head
     assert got[0, 0] == (-0.2 if penalised else 0.0), case
 
 
+def test_against_any_vessel_the_term_sees_policy_vessels_too() -> None:
+    """The same give-way geometry with a policy-steered vessel to starboard: ``against="traffic"``
+    ignores it, ``"any"`` penalises the vessel that has the other to starboard and ahead of
+    its beam (vessel 0), not the one that sees it to port (vessel 1), and no vessel for
+    itself."""
+    from marinenav.scenarios.give_way import cross_ahead_penalty
+    from marinenav.sim.constants import VesselRole
+
+    scenario, events = _two_vessels(0.0, (10.0, 10.0), -1.5708)
+    scenario.robot_role[0, 1] = int(VesselRole.POLICY)
+    traffic = cross_ahead_penalty(scenario, events, weight=0.2, against="traffic")
+    anyone = cross_ahead_penalty(scenario, events, weight=0.2, against="any")
+    assert traffic.tolist() == [[0.0, 0.0]]
+    assert anyone.tolist() == [[-0.2, 0.0]]
+    # alone: nothing to give way to; at heading -1.8 rad its own bearing geometry (0 m away,
+    # "direction" 0) would count as a vessel to starboard ahead of the beam
+    scenario.robot_present[0, 1] = False
+    events.theta[0, 0] = 2 * math.pi - 1.8
+    assert cross_ahead_penalty(scenario, events, weight=0.2, against="any").tolist() == [[0, 0]]
+    with pytest.raises(ValueError, match="against must be one of"):
+        cross_ahead_penalty(scenario, events, weight=0.2, against="all")
+
+
+def test_a_mixs_own_cross_ahead_term_acts_in_every_part() -> None:
+    """``scenario.cross_ahead_penalty`` on a mix: one term ``cross_ahead`` after the parts' own,
+    not gated by part: the give-way geometry earns the same penalty in either part."""
+    from marinenav.sim.constants import VesselRole
+
+    layout = make_layout("mix", {**MIX, "cross_ahead_penalty": 0.3})
+    assert layout.rules.term_names[-2:] == ("harbour.close_quarters", "cross_ahead")
+    assert "cross_ahead" not in make_layout("mix", MIX).rules.term_names
+    scenario, events = _two_vessels(0.0, (10.0, 10.0), -1.5708)
+    scenario.robot_role[0, 1] = int(VesselRole.POLICY)  # "any" is the mix's default
+    term = layout.rules.reward_terms["cross_ahead"]
+    for part in (0, 1):
+        scenario.layout_part.fill_(part)
+        assert term(scenario, events).tolist() == [[-0.3, 0.0]]
+    traffic_only = make_layout("mix", {**MIX, "cross_ahead_penalty": 0.3,
+                                       "cross_ahead_of": "traffic"})  # fmt: skip
+    assert traffic_only.rules.reward_terms["cross_ahead"](scenario, events).tolist() == [[0, 0]]
+    with pytest.raises(ValueError, match="scenario.cross_ahead_penalty must be >= 0"):
+        make_layout("mix", {**MIX, "cross_ahead_penalty": -0.1})
+    with pytest.raises(ValueError, match="scenario.cross_ahead_of must be one of"):
+        make_layout("mix", {**MIX, "cross_ahead_of": "everyone"})
+
+
 def test_the_cross_ahead_term_is_a_reported_term() -> None:
     layout = make_layout("imazu", {"cross_ahead_penalty": 0.2, "colregs_penalty": 0.5})
     assert layout.rules.term_names == ("progress", "colregs", "terminal", "colregs_imazu",

@@ -30,8 +30,8 @@ from functools import partial
 import torch
 from torch import Tensor
 
-from marinenav.encounters import ABAFT_BEAM, ENCOUNTER_RANGE
 from marinenav.scenarios.base import ScenarioLayout, check_slots, register_layout
+from marinenav.scenarios.give_way import cross_ahead_penalty
 from marinenav.sim.constants import VesselRole
 from marinenav.sim.rules import LayoutRules, StepEvents
 from marinenav.sim.scenario import Scenario, Slots, default_scenario
@@ -151,8 +151,9 @@ class ImazuLayout(ScenarioLayout):
         COLREGs penalty asks for (the same zones and angle, weighed more: a stand-on target
         that does not give way leaves the own ship to turn), and ``cross_ahead``,
         ``cross_ahead_penalty`` per step that the own ship spends ahead of the beam of a target
-        on its starboard side (:func:`cross_ahead_penalty`: what rule 15 forbids and the
-        paper's zones, which end 17 m from the target, do not see)."""
+        on its starboard side (:func:`~marinenav.scenarios.give_way.cross_ahead_penalty`
+        against traffic: what rule 15 forbids and the paper's zones, which end 17 m from the
+        target, do not see)."""
         c = self.config
         terms = {}
         if c.colregs_penalty > 0:
@@ -242,35 +243,6 @@ def starboard_turn_penalty(scenario: Scenario, events: StepEvents, weight: float
     paper's COLREGs term, sim/colregs.py), 0 elsewhere."""
     turn = events.turn_angle
     return torch.where(events.apply_colregs, -weight * turn, torch.zeros_like(turn))
-
-
-def _wrap(angle: Tensor) -> Tensor:
-    """``angle`` (rad, any) into ``[-pi, pi)``."""
-    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
-
-
-def cross_ahead_penalty(scenario: Scenario, events: StepEvents, weight: float) -> Tensor:
-    """``[E, R]``: ``-weight`` for a policy vessel on a step after which a traffic vessel (one
-    that does not give way) lies on its starboard side (relative bearing in (0, 112.5] deg, as
-    a give-way crossing or a head-on target just to starboard) within
-    :data:`~marinenav.encounters.ENCOUNTER_RANGE`, while the policy vessel is ahead of that
-    vessel's beam (bearing from its bow within 90 deg): crossing ahead of a ship it must keep
-    out of the way of. Passing astern, or turning so that the target is to port, ends it.
-    0 elsewhere (traffic, absent slots, no such target)."""
-    pos, theta = events.pos, events.theta  # [E, R, 2] m, [E, R] rad (clockwise from North)
-    own = scenario.robot_present & (scenario.robot_role == int(VesselRole.POLICY))
-    target = scenario.robot_present & (scenario.robot_role != int(VesselRole.POLICY))
-    d = pos.unsqueeze(1) - pos.unsqueeze(2)  # [E, i, j, 2]: from vessel i to vessel j
-    distance = torch.linalg.vector_norm(d, dim=-1)  # [E, i, j]
-    direction = torch.atan2(d[..., 1], d[..., 0])  # [E, i, j] rad, clockwise from North
-    seen_from_own = _wrap(direction - theta.unsqueeze(2))  # bearing of j from i's bow
-    own_from_target = _wrap(direction + math.pi - theta.unsqueeze(1))  # of i from j's bow
-    starboard = (seen_from_own > 0) & (seen_from_own <= math.radians(ABAFT_BEAM))
-    ahead_of_beam = own_from_target.abs() < math.pi / 2
-    crossing = starboard & ahead_of_beam & (distance < ENCOUNTER_RANGE)
-    crossing = crossing & own.unsqueeze(2) & target.unsqueeze(1)
-    penalty = torch.full_like(theta, -weight)
-    return torch.where(crossing.any(dim=2), penalty, torch.zeros_like(penalty))
 
 
 __all__ = ["IMAZU_CASES", "ImazuConfig", "ImazuLayout", "case_courses", "cross_ahead_penalty"]

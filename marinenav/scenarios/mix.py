@@ -10,6 +10,11 @@ remembers its part (``Scenario.layout_part``), and a part's own rules (reward te
 conditions) apply to its episodes only. The curriculum clock reaches every part, so a
 ``random`` part keeps its stages.
 
+One rule of the mix's own acts in every part: ``cross_ahead_penalty`` (off at 0), the give-way
+term of :mod:`marinenav.scenarios.give_way` against ``cross_ahead_of`` vessels (``any`` by
+default: the same rule whether the vessel to starboard gives way or not, so that what a part
+rewards does not contradict what another penalises for a geometry the policy sees alike).
+
 The evaluation set is each part's own, in order (a part's ``layout_part`` on each episode):
 ``episodes_per_stage`` episodes per stage of every part.
 """
@@ -17,6 +22,7 @@ The evaluation set is each part's own, in order (a part's ``layout_part`` on eac
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -24,6 +30,7 @@ from omegaconf import MISSING
 from torch import Tensor
 
 from marinenav.scenarios.base import ScenarioLayout, make_layout, register_layout
+from marinenav.scenarios.give_way import AGAINST, cross_ahead_penalty
 from marinenav.sim.rules import LayoutRules
 from marinenav.sim.scenario import Scenario, Slots
 
@@ -35,6 +42,10 @@ class MixConfig:
     # part name -> {"layout": a layout's name, "weight": > 0, "options": that layout's options};
     # required: the parts live in conf/scenario/mix.yaml (they follow the run's curriculum)
     parts: dict[str, Any] = MISSING
+    # the mix's own term in every part: per step crossing ahead of a vessel to starboard
+    # (give_way.cross_ahead_penalty), against cross_ahead_of vessels ("any" or "traffic")
+    cross_ahead_penalty: float = 0.0
+    cross_ahead_of: str = "any"
 
 
 def _gated(rule, part: int):
@@ -83,6 +94,14 @@ class MixLayout(ScenarioLayout):
             self.part_names.append(name)
             self.layouts.append(layout)
             weights.append(float(weight))
+        if isinstance(c.cross_ahead_penalty, bool) or not c.cross_ahead_penalty >= 0:
+            raise ValueError(
+                f"scenario.cross_ahead_penalty must be >= 0, got {c.cross_ahead_penalty!r}"
+            )
+        if c.cross_ahead_of not in AGAINST:
+            raise ValueError(
+                f"scenario.cross_ahead_of must be one of {AGAINST}, got {c.cross_ahead_of!r}"
+            )
         self.config = c
         total = sum(weights)
         self.weights = [w / total for w in weights]
@@ -102,6 +121,11 @@ class MixLayout(ScenarioLayout):
                 terms[f"{name}.{term}"] = _gated(rule, k)
             for end, rule in layout.rules.end_conditions.items():
                 ends[f"{name}.{end}"] = _gated(rule, k)
+        c = self.config
+        if c.cross_ahead_penalty > 0:
+            terms["cross_ahead"] = partial(
+                cross_ahead_penalty, weight=c.cross_ahead_penalty, against=c.cross_ahead_of
+            )
         return LayoutRules(reward_terms=terms, end_conditions=ends)
 
     def radius_noise_kappas(self, base: Scenario) -> Tensor:

@@ -1,0 +1,70 @@
+"""The give-way rule as a reward term: crossing ahead of a vessel on the starboard side.
+
+COLREGs rule 15: of two vessels crossing, the one that has the other on its starboard side
+keeps out of the way and avoids crossing ahead of it; rule 14 (head-on) asks both to turn to
+starboard, which puts the other on the port side. The paper's COLREGs term
+(``sim/colregs.py``) weighs the turn inside zones that end 17 m from a vessel; it does not see
+a vessel that crosses ahead anyway. :func:`cross_ahead_penalty` is that case, per step.
+
+Frames: world x is North, y is East; headings clockwise from North (rad); bearings relative to
+a vessel's bow, positive to starboard.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from marinenav.encounters import ABAFT_BEAM, ENCOUNTER_RANGE
+from marinenav.sim.constants import VesselRole
+from marinenav.sim.rules import StepEvents
+from marinenav.sim.scenario import Scenario
+
+AGAINST = ("traffic", "any")  # which vessels the term protects
+
+
+def _wrap(angle: Tensor) -> Tensor:
+    """``angle`` (rad, any) into ``[-pi, pi)``."""
+    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
+
+
+def cross_ahead_penalty(
+    scenario: Scenario, events: StepEvents, weight: float, against: str = "traffic"
+) -> Tensor:
+    """``[E, R]``: ``-weight`` for a policy vessel on a step after which another vessel lies on
+    its starboard side (relative bearing in (0, 112.5] deg, as a give-way crossing or a head-on
+    target just to starboard) within :data:`~marinenav.encounters.ENCOUNTER_RANGE`, while the
+    policy vessel is ahead of that vessel's beam (bearing from its bow within 90 deg): crossing
+    ahead of a ship it must keep out of the way of. Passing astern, or turning so that the
+    other vessel is to port, ends it. 0 elsewhere (traffic, absent slots, no such vessel).
+
+    ``against="traffic"``: only vessels that do not give way (``robot_role`` not ``POLICY``)
+    count; ``"any"``: every other present vessel, policy-steered ones included (the
+    observation does not tell a vessel that gives way from one that does not, so the rule is
+    the same whoever the other is).
+    """
+    if against not in AGAINST:
+        raise ValueError(f"against must be one of {AGAINST}, got {against!r}")
+    pos, theta = events.pos, events.theta  # [E, R, 2] m, [E, R] rad (clockwise from North)
+    own = scenario.robot_present & (scenario.robot_role == int(VesselRole.POLICY))
+    other = scenario.robot_present
+    if against == "traffic":
+        other = other & (scenario.robot_role != int(VesselRole.POLICY))
+    d = pos.unsqueeze(1) - pos.unsqueeze(2)  # [E, i, j, 2]: from vessel i to vessel j
+    distance = torch.linalg.vector_norm(d, dim=-1)  # [E, i, j]
+    direction = torch.atan2(d[..., 1], d[..., 0])  # [E, i, j] rad, clockwise from North
+    seen_from_own = _wrap(direction - theta.unsqueeze(2))  # bearing of j from i's bow
+    own_from_target = _wrap(direction + math.pi - theta.unsqueeze(1))  # of i from j's bow
+    starboard = (seen_from_own > 0) & (seen_from_own <= math.radians(ABAFT_BEAM))
+    ahead_of_beam = own_from_target.abs() < math.pi / 2
+    crossing = starboard & ahead_of_beam & (distance < ENCOUNTER_RANGE)
+    R = theta.shape[-1]
+    not_self = ~torch.eye(R, dtype=torch.bool, device=theta.device)  # [i, j]
+    crossing = crossing & own.unsqueeze(2) & other.unsqueeze(1) & not_self
+    penalty = torch.full_like(theta, -weight)
+    return torch.where(crossing.any(dim=2), penalty, torch.zeros_like(penalty))
+
+
+__all__ = ["AGAINST", "cross_ahead_penalty"]
