@@ -9,7 +9,8 @@
 Reported: timesteps/s (environment steps summed over environments), robot transitions/s
 (transitions of robots that acted, what the replay receives) and gradient updates/s.
 
-Usage: ``python benchmarks/train_throughput.py --agent sac --envs 16 256 [--device cuda]``
+Usage: ``python benchmarks/train_throughput.py --agent sac --envs 16 256 [--device cuda]``;
+any Hydra override after ``--set`` (e.g. ``--set cudagraphs=true training.batch_size=256``).
 """
 
 from __future__ import annotations
@@ -32,14 +33,17 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure(agent: str, num_envs: int, device: str, seconds: float, ratio: float) -> list[tuple]:
+def measure(
+    agent: str, num_envs: int, device: str, seconds: float, ratio: float, extra: list[str]
+) -> list[tuple]:
     register_configs()
     with initialize_config_dir(config_dir=f"{ROOT}/conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=[
             f"agent={agent}", f"env.num_envs={num_envs}", f"device={device}",
             "logger.progress_bar=false", "training.replay_capacity=200000",
             "training.learning_starts=0",
-            f"training.updates_per_timestep={ratio}",
+            f"training.total_timesteps={1000 * num_envs}",  # whole batched steps, any E
+            f"training.updates_per_timestep={ratio}", *extra,
         ])  # fmt: skip
     rows = []
     with tempfile.TemporaryDirectory() as run_dir:
@@ -67,7 +71,7 @@ def measure(agent: str, num_envs: int, device: str, seconds: float, ratio: float
         for name, step in (("env", tier_env), ("env+policy", tier_policy), ("train", tier_train)):
             step()
             _sync(dev)
-            counted = trainer.metrics.clone()
+            counted = trainer.metrics["transitions"].clone()
             updates, steps, start = trainer.updates, 0, time.perf_counter()
             while time.perf_counter() - start < seconds:
                 step()
@@ -76,7 +80,8 @@ def measure(agent: str, num_envs: int, device: str, seconds: float, ratio: float
                     _sync(dev)
             _sync(dev)
             elapsed = time.perf_counter() - start
-            transitions = float((trainer.metrics - counted)[3]) if name != "env" else float("nan")
+            transitions = trainer.metrics["transitions"] - counted
+            transitions = float(transitions) if name != "env" else float("nan")
             rows.append((name, steps * num_envs / elapsed, transitions / elapsed,
                          (trainer.updates - updates) / elapsed))  # fmt: skip
     return rows
@@ -90,15 +95,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--ratio", type=float, default=0.25, help="updates per timestep")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="more Hydra overrides of the run's config")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"# torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} CPU "
-          f"threads, agent {args.agent}, {args.ratio} updates per timestep")  # fmt: skip
+          f"threads, agent {args.agent}, {args.ratio} updates per timestep"
+          + (f", {' '.join(args.set)}" if args.set else ""))  # fmt: skip
     print("| E | tier | timesteps/s | robot transitions/s | updates/s |")
     print("|---:|---|---:|---:|---:|")
     for num_envs in args.envs:
         for name, steps, transitions, updates in measure(
-            args.agent, num_envs, args.device, args.seconds, args.ratio
+            args.agent, num_envs, args.device, args.seconds, args.ratio, args.set
         ):
             print(f"| {num_envs} | {name} | {steps:,.0f} | {transitions:,.0f} | {updates:,.0f} |",
                   flush=True)  # fmt: skip

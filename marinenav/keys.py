@@ -77,7 +77,9 @@ def device_named(name: str | torch.device, label: str | None = None) -> torch.de
     anything is built or loaded on it: ``ValueError`` in one line starting with ``label``
     (default ``device NAME``; the trainer says ``device=NAME``, a command ``--device NAME``) for
     a name torch does not know or a CUDA device this machine does not have, instead of an error
-    from deep inside torch or a healthy checkpoint reported unreadable."""
+    from deep inside torch or a healthy checkpoint reported unreadable. A CUDA device without
+    an index comes back with the current one's (``cuda`` -> ``cuda:0``), as a tensor's
+    ``.device`` reads."""
     label = label or f"device {name}"
     try:
         device = torch.device(name)
@@ -90,6 +92,8 @@ def device_named(name: str | torch.device, label: str | None = None) -> torch.de
         if device.index is not None and device.index >= count:
             raise ValueError(f"{label}: this machine has {count} CUDA device(s), cuda:0 to "
                              f"cuda:{count - 1}")  # fmt: skip
+        if device.index is None:  # as tensors report it ("cuda:0"), so devices compare equal
+            device = torch.device("cuda", torch.cuda.current_device())
     return device
 
 

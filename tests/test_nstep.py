@@ -241,12 +241,13 @@ def test_cuda_push_never_synchronises() -> None:
                      terminated=[[t == 4, False], [False, False]]).to("cuda")
              for t in range(8)]  # fmt: skip
     nstep.push(steps[0])
+    ended = torch.tensor([True, False], device="cuda")  # a copy from the host: made before
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         for step in steps[1:]:
             out = nstep.push(step)
-        nstep.reset_slots(torch.tensor([True, False], device="cuda"))
+        nstep.reset_slots(ended)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert out["valid"].device.type == "cuda"

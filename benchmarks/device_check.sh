@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The checks that need a CUDA device, in one go, for a lent GPU machine (docs/benchmarks.md,
+# "On a GPU"). Run from the repository root with the project's wheels for that machine's Python
+# in .whl/ (torch is the machine's own); each part writes $OUT/<part>.txt and a failing part
+# does not stop the next.
+#
+#   OUT=/tmp/out bash benchmarks/device_check.sh [PART ...]   # parts: tests sim train run
+set -u
+out=${OUT:-/tmp/device_check}; mkdir -p "$out"
+parts=${*:-tests sim train run}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+part() { echo "=== $1 $(date +%T)"; }
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
+  python3 -c "import torch, torchrl, tensordict; print('torch', torch.__version__, 'torchrl', \
+torchrl.__version__, 'tensordict', tensordict.__version__, torch.cuda.get_device_name())"
+} 2>&1 | tee "$out/machine.txt"
+for p in $parts; do
+  part "$p"
+  case $p in
+    tests)  # every test marked cuda (skipped on a machine without one)
+      timeout 200 python3 -m pytest -q -m cuda -p no:cacheprovider -rs \
+        tests/test_no_host_sync.py tests/test_generation.py tests/test_nstep.py \
+        tests/test_prioritized_sampler.py tests/test_agent_rainbow.py tests/test_env.py \
+        tests/test_compile.py ;;
+    sim)    # simulator robot-steps/s, eager, 5 robots 4 obstacles, no cores
+      timeout 120 python3 benchmarks/sim_throughput.py --device cuda --envs 1024 8192 65536 \
+        --cores 0 --paths eager --seconds 2 ;;
+    train)  # AC-IQN's three tiers on one CPU core of the same machine, on the GPU, then on the
+            # GPU with the env step and the update replayed as CUDA graphs
+      timeout 60 python3 benchmarks/train_throughput.py --agent ac_iqn --envs 16 --seconds 4
+      timeout 150 python3 benchmarks/train_throughput.py --agent ac_iqn --device cuda \
+        --envs 16 256 4096 --seconds 4
+      timeout 100 python3 benchmarks/train_throughput.py --agent ac_iqn --device cuda \
+        --envs 256 4096 --seconds 4 --set cudagraphs=true ;;
+    run)    # train.py end to end on the GPU: collect, update, evaluate, checkpoint (eager at
+            # E = 256 did not finish 102,400 timesteps in 150 s on an H100: CUDA graphs)
+      timeout 150 python3 train.py agent=ac_iqn device=cuda cudagraphs=true seed=0 env.num_envs=256 \
+        training.total_timesteps=102400 evaluation.first=102400 evaluation.interval=102400 \
+        checkpoint.interval=102400 logger.progress_bar=false hydra.run.dir=/tmp/gpu_run \
+        && tail -3 /tmp/gpu_run/evaluations.jsonl | cut -c1-200 ;;
+  esac 2>&1 | tee "$out/$p.txt"
+done
