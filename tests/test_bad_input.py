@@ -229,3 +229,20 @@ def test_a_device_name_torch_does_not_know_is_one_line() -> None:
     with pytest.raises(ValueError) as error:
         MarineNavEnv(2, "discrete", device="gpu0")
     assert str(error.value) == "device gpu0: not a device name (cpu, cuda, cuda:N)"
+
+
+def test_a_cuda_device_without_an_index_gets_the_current_ones(monkeypatch) -> None:
+    """Tensors on ``cuda`` report ``cuda:0``, and ``torch.device("cuda") != torch.device(
+    "cuda:0")``: a simulator that kept the bare name refused its own actions on a GPU. The
+    device every component goes through carries the index (a machine with two CUDA devices,
+    the second current, stood in for by its torch.cuda answers)."""
+    from marinenav.keys import device_named
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert device_named("cuda") == torch.device("cuda", 1)
+    assert device_named("cuda:0") == torch.device("cuda", 0)
+    assert device_named("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="this machine has 2 CUDA device"):
+        device_named("cuda:2")
