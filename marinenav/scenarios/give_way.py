@@ -60,9 +60,8 @@ def cross_ahead_penalty(
     starboard = (seen_from_own > 0) & (seen_from_own <= math.radians(ABAFT_BEAM))
     ahead_of_beam = own_from_target.abs() < math.pi / 2
     crossing = starboard & ahead_of_beam & (distance < ENCOUNTER_RANGE)
-    R = theta.shape[-1]
-    not_self = ~torch.eye(R, dtype=torch.bool, device=theta.device)  # [i, j]
-    crossing = crossing & own.unsqueeze(2) & other.unsqueeze(1) & not_self
+    crossing = crossing & own.unsqueeze(2) & other.unsqueeze(1)
+    crossing.diagonal(dim1=1, dim2=2).zero_()  # never a vessel against itself (0 m away)
     penalty = torch.full_like(theta, -weight)
     return torch.where(crossing.any(dim=2), penalty, torch.zeros_like(penalty))
 
