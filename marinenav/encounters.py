@@ -41,6 +41,8 @@ from dataclasses import dataclass
 
 import torch
 
+from marinenav.angles import wrap_to_180, wrap_to_360
+
 HEAD_ON_BEARING = 10.0  # deg either side of dead ahead
 HEAD_ON_COURSE = 10.0  # deg either side of the reciprocal course
 ABAFT_BEAM = 112.5  # deg: more than 22.5 degrees abaft the beam
@@ -54,20 +56,12 @@ HEAD_ON, GIVE_WAY, STAND_ON, OVERTAKING, OVERTAKEN = (
 RULES = {HEAD_ON: "14", GIVE_WAY: "15", STAND_ON: "17", OVERTAKING: "13", OVERTAKEN: "13"}
 
 
-def _wrap360(angle: torch.Tensor) -> torch.Tensor:
-    return torch.remainder(angle, 360.0)
-
-
-def _wrap180(angle: torch.Tensor) -> torch.Tensor:
-    return torch.remainder(angle + 180.0, 360.0) - 180.0
-
-
 def bearing(frm: torch.Tensor, heading: torch.Tensor, to: torch.Tensor) -> torch.Tensor:
     """Relative bearing (deg in [0, 360), clockwise from the bow) of point ``to [..., 2]`` from a
     ship at ``frm [..., 2]`` heading ``heading [...]`` (rad, clockwise from North)."""
     d = to - frm
     absolute = torch.rad2deg(torch.atan2(d[..., 1], d[..., 0]))
-    return _wrap360(absolute - torch.rad2deg(heading))
+    return wrap_to_360(absolute - torch.rad2deg(heading))
 
 
 def classify(
@@ -82,7 +76,7 @@ def classify(
     headings ``[]`` rad, speeds ``[]`` m/s."""
     beta = float(bearing(own_pos, own_heading, target_pos))  # target seen from the own ship
     alpha = float(bearing(target_pos, target_heading, own_pos))  # own ship seen from the target
-    course = float(_wrap180(torch.rad2deg(target_heading - own_heading)))
+    course = float(wrap_to_180(torch.rad2deg(target_heading - own_heading)))
     if ABAFT_BEAM < alpha < 360.0 - ABAFT_BEAM and float(own_speed) > float(target_speed):
         return OVERTAKING
     if ABAFT_BEAM < beta < 360.0 - ABAFT_BEAM and float(target_speed) > float(own_speed):
@@ -135,7 +129,7 @@ def check_target(
     hulls touch (m), ``encounter`` from :func:`classify`."""
     distance = torch.linalg.vector_norm(target_pos - own_pos, dim=-1)  # [T]
     k = int(distance.argmin())
-    turn = _wrap180(torch.rad2deg(own_heading[: k + 1] - own_heading[0]))  # [k + 1]
+    turn = wrap_to_180(torch.rad2deg(own_heading[: k + 1] - own_heading[0]))  # [k + 1]
     altered = (turn.abs() > TURN_THRESHOLD).nonzero()
     turned = bool(turn[altered[0, 0]] > 0) if len(altered) else False
     beta = float(bearing(own_pos[k], own_heading[k], target_pos[k]))
@@ -183,8 +177,12 @@ def check_episode(
         )
         out.append(
             check_target(
-                pos[:, own], heading[:, own], pos[:, t], heading[:, t],
-                float(radius[own] + radius[t]), encounter,
+                pos[:, own],
+                heading[:, own],
+                pos[:, t],
+                heading[:, t],
+                float(radius[own] + radius[t]),
+                encounter,
             )  # fmt: skip
         )
     return out

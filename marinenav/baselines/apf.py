@@ -26,12 +26,12 @@ from typing import Literal
 
 import torch
 
+from marinenav.angles import wrap_to_pi
 from marinenav.baselines.policy import BaselinePolicy
 from marinenav.baselines.prediction import (
     CandidatePrediction,
     RosObservation,
     colregs_points,
-    wrap_to_pi,
 )
 
 APF_VARIANTS = ("textbook", "original")

@@ -27,12 +27,12 @@ from typing import Literal
 
 import torch
 
+from marinenav.angles import wrap_to_pi
 from marinenav.baselines.policy import BaselinePolicy
 from marinenav.baselines.prediction import (
     CandidatePrediction,
     RosObservation,
     colregs_points,
-    wrap_to_pi,
 )
 
 MPC_VARIANTS = ("textbook", "original")

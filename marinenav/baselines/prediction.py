@@ -38,11 +38,6 @@ ACTION_DURATION = float(ROBOT_DEFAULTS["dt"]) * int(ROBOT_DEFAULTS["N"])  # s, o
 PLANNING_PERIOD = ACTION_DURATION  # s; the node's is 0.25 s (4 Hz in Gazebo), ours acts at 0.5 s
 
 
-def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:
-    """``angle`` wrapped into ``[-pi, pi)`` (rad)."""
-    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
-
-
 def candidate_changes(dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """``[C, 2]`` (left, right) thrust change rates (N/s) of the 25 discrete actions."""
     table = torch.tensor(THRUST_CHANGES, dtype=dtype)

@@ -17,17 +17,13 @@ import math
 import torch
 from torch import Tensor
 
+from marinenav.angles import wrap_to_pi
 from marinenav.encounters import ABAFT_BEAM, ENCOUNTER_RANGE
 from marinenav.sim.constants import VesselRole
 from marinenav.sim.rules import StepEvents
 from marinenav.sim.scenario import Scenario
 
 AGAINST = ("traffic", "any")  # which vessels the term protects
-
-
-def _wrap(angle: Tensor) -> Tensor:
-    """``angle`` (rad, any) into ``[-pi, pi)``."""
-    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
 
 
 def cross_ahead_penalty(
@@ -55,8 +51,8 @@ def cross_ahead_penalty(
     d = pos.unsqueeze(1) - pos.unsqueeze(2)  # [E, i, j, 2]: from vessel i to vessel j
     distance = torch.linalg.vector_norm(d, dim=-1)  # [E, i, j]
     direction = torch.atan2(d[..., 1], d[..., 0])  # [E, i, j] rad, clockwise from North
-    seen_from_own = _wrap(direction - theta.unsqueeze(2))  # bearing of j from i's bow
-    own_from_target = _wrap(direction + math.pi - theta.unsqueeze(1))  # of i from j's bow
+    seen_from_own = wrap_to_pi(direction - theta.unsqueeze(2))  # bearing of j from i's bow
+    own_from_target = wrap_to_pi(direction + math.pi - theta.unsqueeze(1))  # of i from j's bow
     starboard = (seen_from_own > 0) & (seen_from_own <= math.radians(ABAFT_BEAM))
     ahead_of_beam = own_from_target.abs() < math.pi / 2
     crossing = starboard & ahead_of_beam & (distance < ENCOUNTER_RANGE)

@@ -29,8 +29,9 @@ CROSSING_COURSE = (0.25 * math.pi, 0.75 * math.pi)
 PASSING_MARGIN = 1.0  # m added to the object's radius
 
 
-def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:
-    """One wrap into ``[-pi, pi)``; exact for the sums of two wrapped angles used here."""
+def wrap_once_to_pi(angle: torch.Tensor) -> torch.Tensor:
+    """One wrap into ``[-pi, pi)``, as the original's: exact for the sums of two wrapped angles used
+    here (``marinenav.angles.wrap_to_pi`` wraps any angle)."""
     two_pi = 2 * math.pi
     return torch.where(
         angle < -math.pi, angle + two_pi, torch.where(angle >= math.pi, angle - two_pi, angle)
@@ -91,8 +92,8 @@ def colregs_turn(
     delta2 = torch.atan2(
         ego_radius.unsqueeze(-1).expand_as(dist), torch.sqrt(dist**2 - inflated**2)
     )
-    desired = wrap_to_pi(bearing + delta1 + delta2)
-    phi = wrap_to_pi(desired - course)
+    desired = wrap_once_to_pi(bearing + delta1 + delta2)
+    phi = wrap_once_to_pi(desired - course)
     applies = objects_mask & moving & (head_on | crossing) & (phi > 0)  # NaN > 0 is false
     first = applies & (torch.cumsum(applies.to(torch.int8), dim=-1) == 1)
     apply = applies.any(dim=-1)

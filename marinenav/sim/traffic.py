@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from marinenav.sim.colregs import wrap_to_pi
+from marinenav.sim.colregs import wrap_once_to_pi
 from marinenav.sim.constants import CONTINUOUS_THRUST_RATE, ROBOT_DEFAULTS, VesselRole
 from marinenav.sim.dynamics import VesselState
 from marinenav.sim.scenario import Scenario
@@ -75,7 +75,7 @@ def traffic_thrust_rate(
     target = scenario.route.gather(2, index.unsqueeze(-1).expand(*index.shape, 2)).squeeze(2)
     to_target = target - state.pos
     bearing = torch.atan2(to_target[..., 1], to_target[..., 0])  # from x (North) toward y
-    error = wrap_to_pi(bearing - state.theta)  # > 0: the waypoint lies to starboard
+    error = wrap_once_to_pi(bearing - state.theta)  # > 0: the waypoint lies to starboard
     difference = HEADING_GAIN * error - YAW_DAMPING * state.velocity_r[..., 2]
     steering = (scenario.robot_role == ROUTE) & (waypoint < length)
     difference = torch.where(steering, difference, torch.zeros_like(difference)).clamp(
