@@ -285,7 +285,93 @@ def test_the_cross_ahead_term_is_a_reported_term() -> None:
     for _ in range(60):  # straight on to the meeting point: the give-way cases cross ahead
         r = sim.step(torch.zeros(22, 4, 2, dtype=F64))
         assert set(r.reward_terms[..., 4].unique().tolist()) <= {0.0, -0.2}
-        seen |= (r.reward_terms[:, 0, 4] < 0)
+        seen |= r.reward_terms[:, 0, 4] < 0
     assert seen[1] and not seen[3]  # case 2 (give way) is penalised, case 4 (stand on) not
     with pytest.raises(ValueError, match="scenario.cross_ahead_penalty must be >= 0"):
         make_layout("imazu", {"cross_ahead_penalty": -1.0})
+
+
+def _crossing(own_before, own_after, target_pos, target_heading, own_heading=0.0):
+    """Two vessels, the own ship moving from ``own_before`` to ``own_after`` (m, world) on one
+    step, the target (traffic) still at ``target_pos`` on ``target_heading`` (rad)."""
+    scenario, events = _two_vessels(own_heading, target_pos, target_heading)
+    events.pos_before = events.pos.clone()
+    events.pos_before[0, 0] = torch.tensor(own_before, dtype=F64)
+    events.pos[0, 0] = torch.tensor(own_after, dtype=F64)
+    events.theta_before = events.theta.clone()
+    return scenario, events
+
+
+@pytest.mark.parametrize(
+    ("case", "own_before", "own_after", "target_pos", "target_heading", "penalised"),
+    [
+        # the target 10 m to the East heading West, its course line x = 5 (North): the own ship
+        # (heading North) steps from 1 m South of that line to 1 m North of it, 10 m ahead of
+        # the target's bow: from the target's port side to its starboard side
+        ("give way, crossing ahead", (4.0, 0.0), (6.0, 0.0), (5.0, 10.0), -1.5708, True),
+        # the same step 10 m behind the target (abaft its beam): passing astern
+        ("give way, passing astern", (4.0, 20.0), (6.0, 20.0), (5.0, 10.0), -1.5708, False),
+        # the step after the crossing: already on the starboard side, nothing more
+        ("after the crossing", (6.0, 0.0), (8.0, 0.0), (5.0, 10.0), -1.5708, False),
+        # stand-on: the target to the West heading East; crossing its bow takes the own ship
+        # from its starboard side to its port side, which the rule does not ask it to avoid
+        ("stand on, crossing ahead", (4.0, 0.0), (6.0, 0.0), (5.0, -10.0), 1.5708, False),
+        # the crossing 25 m ahead of the target's bow: beyond the 20 m range
+        ("give way, far ahead", (4.0, 0.0), (6.0, 0.0), (5.0, 25.0), -1.5708, False),
+        # head-on, the target dead ahead heading South (its port side is East): a turn to port
+        # from East of its course line to West of it crosses its bow; to starboard does not
+        ("head-on, turn to port", (0.0, 0.5), (1.0, -0.5), (15.0, 0.0), 3.1416, True),
+        ("head-on, turn to starboard", (0.0, -0.5), (1.0, 0.5), (15.0, 0.0), 3.1416, False),
+    ],
+)
+def test_the_bow_crossing_event_by_hand(
+    case, own_before, own_after, target_pos, target_heading, penalised
+):
+    from marinenav.scenarios.give_way import bow_crossing_penalty
+
+    scenario, events = _crossing(own_before, own_after, target_pos, target_heading)
+    got = bow_crossing_penalty(scenario, events, weight=5.0)
+    assert got.shape == (1, 2) and got.dtype == F64
+    assert got[0, 1] == 0.0  # the traffic vessel earns nothing
+    assert got[0, 0] == (-5.0 if penalised else 0.0), case
+
+
+def test_the_bow_crossing_event_whom_it_counts() -> None:
+    """Against policy vessels only with ``against="any"``; not against a deactivated vessel, a
+    vessel that did not act earns nothing, and it needs the positions before the step."""
+    from marinenav.scenarios.give_way import bow_crossing_penalty
+    from marinenav.sim.constants import VesselRole
+
+    scenario, events = _crossing((4.0, 0.0), (6.0, 0.0), (5.0, 10.0), -1.5708)
+    scenario.robot_role[0, 1] = int(VesselRole.POLICY)
+    assert bow_crossing_penalty(scenario, events, 5.0, against="traffic").tolist() == [[0, 0]]
+    assert bow_crossing_penalty(scenario, events, 5.0, against="any").tolist() == [[-5.0, 0]]
+    events.deactivated[0, 1] = True  # the other vessel arrived before the step: not a target
+    assert bow_crossing_penalty(scenario, events, 5.0).tolist() == [[0, 0]]
+    events.deactivated[0, 1] = False
+    events.acted[0, 0] = False
+    assert bow_crossing_penalty(scenario, events, 5.0).tolist() == [[0, 0]]
+    events.pos_before = None
+    with pytest.raises(ValueError, match="needs events.pos_before"):
+        bow_crossing_penalty(scenario, events, 5.0)
+
+
+def test_a_mixs_bow_crossing_term_in_the_simulator() -> None:
+    """The mix's ``bow_crossing_penalty`` as the term ``bow_crossing``: an Imazu part whose own
+    ships speed up a little and hold on (they reach the meeting point first) cross the
+    give-way target's bow once, 14 m ahead of it (case 2: -5 on one step), both give-way
+    targets' bows in case 6 (-10), and a stand-on target's never (case 4)."""
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}}, "bow_crossing_penalty": 5.0,
+           "cross_ahead_of": "traffic"}  # fmt: skip
+    layout = make_layout("mix", mix)
+    assert layout.rules.term_names[-1] == "bow_crossing"
+    assert "bow_crossing" not in make_layout("mix", MIX).rules.term_names
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+    total = torch.zeros(22, dtype=F64)
+    for step in range(60):  # half the thrust change for one step, then hold the thrust
+        r = sim.step(torch.full((22, 4, 2), 0.5 if step == 0 else 0.0, dtype=F64))
+        total += r.reward_terms[:, 0, -1]
+    assert total[1] == -5.0 and total[5] == -10.0 and total[3] == 0.0
+    with pytest.raises(ValueError, match="scenario.bow_crossing_penalty must be >= 0"):
+        make_layout("mix", {**MIX, "bow_crossing_penalty": -1.0})

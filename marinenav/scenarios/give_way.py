@@ -4,7 +4,9 @@ COLREGs rule 15: of two vessels crossing, the one that has the other on its star
 keeps out of the way and avoids crossing ahead of it; rule 14 (head-on) asks both to turn to
 starboard, which puts the other on the port side. The paper's COLREGs term
 (``sim/colregs.py``) weighs the turn inside zones that end 17 m from a vessel; it does not see
-a vessel that crosses ahead anyway. :func:`cross_ahead_penalty` is that case, per step.
+a vessel that crosses ahead anyway. :func:`cross_ahead_penalty` is that case, per step;
+:func:`bow_crossing_penalty` is the event itself, once: the step on which a vessel crosses
+another's course line ahead of it, from its port side to its starboard side.
 
 Frames: world x is North, y is East; headings clockwise from North (rad); bearings relative to
 a vessel's bow, positive to starboard.
@@ -24,6 +26,56 @@ from marinenav.sim.rules import StepEvents
 from marinenav.sim.scenario import Scenario
 
 AGAINST = ("traffic", "any")  # which vessels the term protects
+
+
+def _pairs(scenario: Scenario, events: StepEvents, against: str) -> Tensor:
+    """``[E, i, j]`` bool: policy vessel ``i`` that acted on the step, judged against present
+    vessel ``j`` (not deactivated; not a policy vessel when ``against="traffic"``), ``i != j``."""
+    if against not in AGAINST:
+        raise ValueError(f"against must be one of {AGAINST}, got {against!r}")
+    own = events.acted & (scenario.robot_role == int(VesselRole.POLICY))
+    other = scenario.robot_present & ~events.deactivated
+    if against == "traffic":
+        other = other & (scenario.robot_role != int(VesselRole.POLICY))
+    pairs = own.unsqueeze(2) & other.unsqueeze(1)
+    pairs.diagonal(dim1=1, dim2=2).zero_()  # never a vessel against itself
+    return pairs
+
+
+def _side_and_ahead(pos: Tensor, theta: Tensor) -> tuple[Tensor, Tensor]:
+    """``[E, i, j]`` each, m: where vessel ``i`` lies in vessel ``j``'s frame: to ``j``'s
+    starboard (> 0) or port (< 0) of its course line, and ahead of (> 0) or abaft (< 0) its beam.
+    ``pos [E, R, 2]`` world (x North, y East), ``theta [E, R]`` clockwise from North."""
+    r = pos.unsqueeze(2) - pos.unsqueeze(1)  # [E, i, j, 2]: from vessel j to vessel i
+    bow_x, bow_y = torch.cos(theta).unsqueeze(1), torch.sin(theta).unsqueeze(1)  # j's bow
+    side = bow_x * r[..., 1] - bow_y * r[..., 0]  # cross(bow, r): > 0 to starboard (East of N)
+    ahead = bow_x * r[..., 0] + bow_y * r[..., 1]
+    return side, ahead
+
+
+def bow_crossing_penalty(
+    scenario: Scenario, events: StepEvents, weight: float, against: str = "any"
+) -> Tensor:
+    """``[E, R]``: ``-weight`` for a policy vessel on the step on which it crosses another
+    vessel's course line ahead of that vessel's beam, from its port side to its starboard side,
+    within :data:`~marinenav.encounters.ENCOUNTER_RANGE` after the step: it crossed the bow of a
+    vessel that had it on its port side, i.e. of one it had to keep out of the way of (rule 15;
+    in a head-on meeting, a turn to port across the other's bow). Once per crossing (the step of
+    the sign change), summed over the vessels crossed; 0 elsewhere. Passing astern, crossing a
+    stand-on vessel's bow the other way, or farther than the range costs nothing.
+
+    ``against`` as in :func:`cross_ahead_penalty`. Needs ``events.pos_before`` and
+    ``events.theta_before`` (the simulator gives them).
+    """
+    if events.pos_before is None or events.theta_before is None:
+        raise ValueError("bow_crossing_penalty needs events.pos_before and events.theta_before")
+    pairs = _pairs(scenario, events, against)
+    side_before, _ = _side_and_ahead(events.pos_before, events.theta_before)
+    side, ahead = _side_and_ahead(events.pos, events.theta)
+    distance = torch.linalg.vector_norm(events.pos.unsqueeze(2) - events.pos.unsqueeze(1), dim=-1)
+    crossed = (side_before < 0) & (side >= 0) & (ahead > 0) & (distance < ENCOUNTER_RANGE)
+    count = (crossed & pairs).sum(dim=2)  # [E, R]
+    return count.to(events.theta.dtype) * -weight
 
 
 def cross_ahead_penalty(
@@ -62,4 +114,4 @@ def cross_ahead_penalty(
     return torch.where(crossing.any(dim=2), penalty, torch.zeros_like(penalty))
 
 
-__all__ = ["AGAINST", "cross_ahead_penalty"]
+__all__ = ["AGAINST", "bow_crossing_penalty", "cross_ahead_penalty"]

@@ -10,10 +10,12 @@ remembers its part (``Scenario.layout_part``), and a part's own rules (reward te
 conditions) apply to its episodes only. The curriculum clock reaches every part, so a
 ``random`` part keeps its stages.
 
-One rule of the mix's own acts in every part: ``cross_ahead_penalty`` (off at 0), the give-way
-term of :mod:`marinenav.scenarios.give_way` against ``cross_ahead_of`` vessels (``any`` by
-default: the same rule whether the vessel to starboard gives way or not, so that what a part
-rewards does not contradict what another penalises for a geometry the policy sees alike).
+Two rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
+give-way term of :mod:`marinenav.scenarios.give_way` per step, and ``bow_crossing_penalty``, its
+event (once, on the step a vessel crosses the bow of one it must keep out of the way of); both
+against ``cross_ahead_of`` vessels (``any`` by default: the same rule whether the other vessel
+gives way or not, so that what a part rewards does not contradict what another penalises for a
+geometry the policy sees alike).
 
 The evaluation set is each part's own, in order (a part's ``layout_part`` on each episode):
 ``episodes_per_stage`` episodes per stage of every part.
@@ -30,7 +32,7 @@ from omegaconf import MISSING
 from torch import Tensor
 
 from marinenav.scenarios.base import ScenarioLayout, make_layout, register_layout
-from marinenav.scenarios.give_way import AGAINST, cross_ahead_penalty
+from marinenav.scenarios.give_way import AGAINST, bow_crossing_penalty, cross_ahead_penalty
 from marinenav.sim.rules import LayoutRules
 from marinenav.sim.scenario import Scenario, Slots
 
@@ -45,6 +47,9 @@ class MixConfig:
     # the mix's own term in every part: per step crossing ahead of a vessel to starboard
     # (give_way.cross_ahead_penalty), against cross_ahead_of vessels ("any" or "traffic")
     cross_ahead_penalty: float = 0.0
+    # ... and once on the step a policy vessel crosses the bow of a vessel that has it on its
+    # port side, within 20 m (give_way.bow_crossing_penalty; a collision costs 5)
+    bow_crossing_penalty: float = 0.0
     cross_ahead_of: str = "any"
 
 
@@ -94,10 +99,10 @@ class MixLayout(ScenarioLayout):
             self.part_names.append(name)
             self.layouts.append(layout)
             weights.append(float(weight))
-        if isinstance(c.cross_ahead_penalty, bool) or not c.cross_ahead_penalty >= 0:
-            raise ValueError(
-                f"scenario.cross_ahead_penalty must be >= 0, got {c.cross_ahead_penalty!r}"
-            )
+        for key in ("cross_ahead_penalty", "bow_crossing_penalty"):
+            value = getattr(c, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ValueError(f"scenario.{key} must be >= 0, got {value!r}")
         if c.cross_ahead_of not in AGAINST:
             raise ValueError(
                 f"scenario.cross_ahead_of must be one of {AGAINST}, got {c.cross_ahead_of!r}"
@@ -125,6 +130,10 @@ class MixLayout(ScenarioLayout):
         if c.cross_ahead_penalty > 0:
             terms["cross_ahead"] = partial(
                 cross_ahead_penalty, weight=c.cross_ahead_penalty, against=c.cross_ahead_of
+            )
+        if c.bow_crossing_penalty > 0:
+            terms["bow_crossing"] = partial(
+                bow_crossing_penalty, weight=c.bow_crossing_penalty, against=c.cross_ahead_of
             )
         return LayoutRules(reward_terms=terms, end_conditions=ends)
 

@@ -61,6 +61,9 @@ class StepEvents:
     # where only the paper's rules are asked
     pos: torch.Tensor | None = None  # [E, R, 2] m, world frame
     theta: torch.Tensor | None = None  # [E, R] rad, heading in [0, 2pi)
+    # where every vessel was before the step, for rules that read a crossing (an event)
+    pos_before: torch.Tensor | None = None  # [E, R, 2] m, world frame
+    theta_before: torch.Tensor | None = None  # [E, R] rad, heading in [0, 2pi)
 
 
 @dataclass

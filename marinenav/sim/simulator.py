@@ -529,6 +529,8 @@ class MarineNavSimulator:
             timeout=step_limit_reached(self.episode_steps, self.max_episode_steps),
             pos=state.pos,
             theta=state.theta,
+            pos_before=st.pos,
+            theta_before=st.theta,
         )
         # a layout's end condition ends a robot's episode as a collision does (sim.rules)
         failures = self.rules.failures(s, events) & active.unsqueeze(-1)
