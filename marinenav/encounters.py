@@ -177,12 +177,8 @@ def check_episode(
         )
         out.append(
             check_target(
-                pos[:, own],
-                heading[:, own],
-                pos[:, t],
-                heading[:, t],
-                float(radius[own] + radius[t]),
-                encounter,
+                pos[:, own], heading[:, own], pos[:, t], heading[:, t],
+                float(radius[own] + radius[t]), encounter,
             )  # fmt: skip
         )
     return out

@@ -181,94 +181,47 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m marinenav.evaluate", description=__doc__.splitlines()[0]
     )
     parser.add_argument("run_dir", nargs="?", help="a training run directory (holds checkpoint.pt)")
-    parser.add_argument(
-        "--planner", help="a planner file (TorchScript, .pt2 or .onnx) instead of a run"
-    )
-    parser.add_argument(
-        "--baseline",
-        choices=tuple(BASELINES),
-        help="a classical planner of the original instead of a run",
-    )
-    parser.add_argument(
-        "--variant",
-        default="textbook",
-        help="baselines: textbook (default) or original (the node's: "
-        "unclamped thrusts; APF repulsion beyond d0)",
-    )
-    parser.add_argument(
-        "--planning-period",
-        type=float,
-        default=None,
-        help="baselines: the prediction step in s (default 0.5, one env step)",
-    )
+    parser.add_argument("--planner",
+                        help="a planner file (TorchScript, .pt2 or .onnx) instead of a run")
+    parser.add_argument("--baseline", choices=tuple(BASELINES),
+                        help="a classical planner of the original instead of a run")
+    parser.add_argument("--variant", default="textbook",
+                        help="baselines: textbook (default) or original (the node's: "
+                             "unclamped thrusts; APF repulsion beyond d0)")
+    parser.add_argument("--planning-period", type=float, default=None,
+                        help="baselines: the prediction step in s (default 0.5, one env step)")
     parser.add_argument("--agent-type", help="the planner's agent (default: from the file)")
-    parser.add_argument(
-        "--sac-action",
-        choices=("sample", "mean"),
-        default="sample",
-        help="SAC planners: sample as the C++ planner does, or the mean action",
-    )
-    parser.add_argument(
-        "--iqn-taus",
-        choices=("random", "midpoints"),
-        default="random",
-        help="IQN planners: U(0,1) taus as the C++ planner, or fixed midpoints",
-    )
-    parser.add_argument(
-        "--cvar",
-        type=float,
-        default=None,
-        help="IQN planners and runs: act on the mean of the worst CVAR of returns "
-        "(taus scaled to [0, CVAR]; default: a planner 1, the node's mean; "
-        "a run its agent.cvar_alpha)",
-    )
-    parser.add_argument(
-        "--set",
-        choices=SET_NAMES,
-        default=None,
-        help="a named evaluation set of the run's own layout (default: the run's "
-        "own set; planners: paper); currents4 / currents8: the paper's "
-        "stages with 4 / 8 vortex cores",
-    )
+    parser.add_argument("--sac-action", choices=("sample", "mean"), default="sample",
+                        help="SAC planners: sample as the C++ planner does, or the mean action")
+    parser.add_argument("--iqn-taus", choices=("random", "midpoints"), default="random",
+                        help="IQN planners: U(0,1) taus as the C++ planner, or fixed midpoints")
+    parser.add_argument("--cvar", type=float, default=None,
+                        help="IQN planners and runs: act on the mean of the worst CVAR of returns "
+                             "(taus scaled to [0, CVAR]; default: a planner 1, the node's mean; "
+                             "a run its agent.cvar_alpha)")
+    parser.add_argument("--set", choices=SET_NAMES, default=None,
+                        help="a named evaluation set of the run's own layout (default: the run's "
+                             "own set; planners: paper); currents4 / currents8: the paper's "
+                             "stages with 4 / 8 vortex cores")
     parser.add_argument("--scenarios", nargs="*", help="scenario JSON files (original layout)")
-    parser.add_argument(
-        "--scenario",
-        choices=tuple(sorted(LAYOUTS)),
-        default=None,
-        help="a scenario layout's evaluation set, default options (with --set: "
-        "its episodes per stage and seed; default paper; imazu: its 22 "
-        "cases with their COLREGs checks)",
-    )
-    parser.add_argument(
-        "--dtype",
-        choices=("float32", "float64"),
-        default="float64",
-        help="planners and baselines: simulation precision",
-    )
-    parser.add_argument(
-        "--seed",
-        type=_seed,
-        default=ORIGINAL_SEED,
-        help="planners and baselines: noise seed of the evaluation (default "
-        "253, the original's; a run: its own)",
-    )
+    parser.add_argument("--scenario", choices=tuple(sorted(LAYOUTS)), default=None,
+                        help="a scenario layout's evaluation set, default options (with --set: "
+                             "its episodes per stage and seed; default paper; imazu: its 22 "
+                             "cases with their COLREGs checks)")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
+                        help="planners and baselines: simulation precision")
+    parser.add_argument("--seed", type=_seed, default=ORIGINAL_SEED,
+                        help="planners and baselines: noise seed of the evaluation (default "
+                             "253, the original's; a run: its own)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument(
-        "--max-steps",
-        type=at_least(1),
-        default=None,
-        help="step cap of an episode (default: a run's evaluation.max_steps, "
-        "1001 for planners and baselines, the original's)",
-    )
+    parser.add_argument("--max-steps", type=at_least(1), default=None,
+                        help="step cap of an episode (default: a run's evaluation.max_steps, "
+                             "1001 for planners and baselines, the original's)")
     parser.add_argument("--out", help="write the metrics as JSON here")
-    parser.add_argument(
-        "--pictures", type=at_least(0), default=0, help="render the first N episodes"
-    )
-    parser.add_argument(
-        "--pictures-dir",
-        default=None,
-        help="default: RUN_DIR/pictures, or pictures_BASELINE_VARIANT",
-    )
+    parser.add_argument("--pictures", type=at_least(0), default=0,
+                        help="render the first N episodes")
+    parser.add_argument("--pictures-dir", default=None,
+                        help="default: RUN_DIR/pictures, or pictures_BASELINE_VARIANT")
     args = parser.parse_args(argv)  # fmt: skip
     if sum(x is not None for x in (args.run_dir, args.planner, args.baseline)) != 1:
         parser.error("give a run directory, --planner FILE or --baseline NAME (one of them)")

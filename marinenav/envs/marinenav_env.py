@@ -421,3 +421,4 @@ def transition(step_input: TensorDictBase, step_output: TensorDictBase) -> Tenso
     restart, from :func:`step_and_reset`) under ``"next"``. ``step_input`` is extended in place
     and returned; nothing is copied. The trainer hands this to its learners."""
     return step_input.set("next", step_output)
+

@@ -228,7 +228,9 @@ class ImazuLayout(ScenarioLayout):
             torch.where(keep, velocity, 0.0), (0, 0, 0, pad)
         )
         thrust = cruise_thrust(speed).unsqueeze(-1).expand(n, vessels.shape[1], 2)
-        out["init_thrust"] = torch.nn.functional.pad(torch.where(keep, thrust, 0.0), (0, 0, 0, pad))
+        out["init_thrust"] = torch.nn.functional.pad(
+            torch.where(keep, thrust, 0.0), (0, 0, 0, pad)
+        )
         out["init_thruster_angle"].zero_()
         out["obstacle_present"].zero_()
         out["core_present"].zero_()

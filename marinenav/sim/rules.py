@@ -152,10 +152,10 @@ def colregs_penalty(scenario: Scenario, events: StepEvents) -> torch.Tensor:
 def terminal_reward(scenario: Scenario, events: StepEvents) -> torch.Tensor:
     """Exactly one terminal term per robot ``[E, R]``, in priority order:
 
-        timeout 0 (a kept quirk: a collision or goal on the timeout step earns nothing); else
-        collision ``collision_penalty`` (-5); else goal ``goal_reward`` (+10); else 0. A collision
-        wins over a goal reached on the same step (a kept quirk; docs/simulator.md,
-    "Faithful quirks").
+    timeout 0 (a kept quirk: a collision or goal on the timeout step earns nothing); else
+    collision ``collision_penalty`` (-5); else goal ``goal_reward`` (+10); else 0. A collision
+    wins over a goal reached on the same step (a kept quirk; docs/simulator.md,
+"Faithful quirks").
     """
     zero = torch.zeros_like(events.goal_distance_after)
     terminal = torch.where(
@@ -239,19 +239,21 @@ def outcome_codes(scenario: Scenario, events: StepEvents) -> torch.Tensor:
 def reset_codes(scenario: Scenario) -> torch.Tensor:
     """``info`` of a freshly reset environment ``[E, R]`` int64: ``NORMAL`` for the robots the
     policy steers, ``TRAFFIC`` for the others, ``EMPTY_SLOT`` for padding."""
-    codes = torch.where(scenario.robot_present, int(InfoState.TRAFFIC), int(InfoState.EMPTY_SLOT))
+    codes = torch.where(
+        scenario.robot_present, int(InfoState.TRAFFIC), int(InfoState.EMPTY_SLOT)
+    )
     return torch.where(steered(scenario), int(InfoState.NORMAL), codes)
 
 
 def terminate(scenario: Scenario, events: StepEvents) -> Termination:
     """Done, terminated and truncated flags and the deactivation after a step
-    (docs/simulator.md, "Episode rules").
+(docs/simulator.md, "Episode rules").
 
-        A robot that acted and collided or reached its goal terminates and is deactivated (the
-        original's training loop deactivates it after storing its transition). At the step limit
-        every robot that acted is truncated (no terminal reward). An environment is done when
-        no robot the policy steers is left active or at the step limit. Slots that did not act,
-        and traffic, report ``done``; traffic that collides is deactivated too.
+    A robot that acted and collided or reached its goal terminates and is deactivated (the
+    original's training loop deactivates it after storing its transition). At the step limit
+    every robot that acted is truncated (no terminal reward). An environment is done when
+    no robot the policy steers is left active or at the step limit. Slots that did not act,
+    and traffic, report ``done``; traffic that collides is deactivated too.
     """
     ended = events.collision | events.reach_goal
     timeout = events.timeout.unsqueeze(-1)

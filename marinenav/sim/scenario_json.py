@@ -110,7 +110,9 @@ def _object_positions(
     count = len(positions)
     if count > present.shape[1]:
         slot = "core" if group == "cores" else "obstacle"
-        raise ValueError(f"{count} {noun} but the simulator has {present.shape[1]} {slot} slots")
+        raise ValueError(
+            f"{count} {noun} but the simulator has {present.shape[1]} {slot} slots"
+        )
     where = f"env.{group}.positions"
     return node, _finite(_list_of_length(positions, count, where), where), count
 
@@ -425,8 +427,9 @@ def _dict_of_env(v: dict[str, list], e: int, num_substeps: int) -> dict:
     if any(role != VesselRole.POLICY for role in roles):
         robots["role"] = [role.name.lower() for role in roles]
         robots["route"] = [
-            route[: int(length)]
-            for route, length in zip(per_robot("route"), per_robot("route_length"), strict=True)
+            route[: int(length)] for route, length in zip(
+                per_robot("route"), per_robot("route_length"), strict=True
+            )
         ]
     robots["perception"] = {key: per_robot(name) for name, key in PERCEPTION_FIELDS.items()}
     robots["perception"]["max_obj_num"] = [int(x) for x in robots["perception"]["max_obj_num"]]

@@ -247,3 +247,5 @@ def with_intervals(cfg):
     filled.evaluation.first = values["evaluation.first"]
     filled.checkpoint.interval = values["checkpoint.interval"]
     return filled
+
+

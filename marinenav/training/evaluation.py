@@ -302,11 +302,8 @@ class EvaluationSet:
         if not -len(self) <= index < len(self):
             raise ValueError(f"episode {index} out of range: the set has {len(self)}")
         index %= len(self)
-        return self.replace(
-            scenarios=(self.scenarios[index],),
-            label=f"episode {index} of {self.label}",
-            episodes_per_stage=None,
-        )
+        return self.replace(scenarios=(self.scenarios[index],),
+                            label=f"episode {index} of {self.label}", episodes_per_stage=None)
 
     def episode_labels(self) -> list[str]:
         """What a report calls each episode (the layout's names, e.g. the Imazu cases)."""

@@ -78,7 +78,9 @@ class Learner(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-def make_learner(agent: Agent, updater: Updater, cfg: DictConfig, device: torch.device) -> Learner:
+def make_learner(
+    agent: Agent, updater: Updater, cfg: DictConfig, device: torch.device
+) -> Learner:
     """The learner ``agent.learning`` names (see :data:`LEARNERS`), built for run ``cfg``."""
     if agent.learning not in LEARNERS:
         raise ValueError(

@@ -141,7 +141,9 @@ def _format_value(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
-def explain(sources: dict[str, list[Setting]], keys: Sequence[str], final: DictConfig) -> str:
+def explain(
+    sources: dict[str, list[Setting]], keys: Sequence[str], final: DictConfig
+) -> str:
     """Lines saying, for each key (a leaf, or every leaf under a node) of the composed run
     config ``final``, its value, the source that set it and the earlier values it replaced.
     Raises ``KeyError`` naming the config's top-level keys for a key it does not have."""

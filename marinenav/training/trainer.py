@@ -513,12 +513,8 @@ class Trainer:
             "train/success_rate": raw["successes"] / episodes if episodes else float("nan"),
             "train/episode_return": raw["return_sum"] / episodes if episodes else float("nan"),
             # the return's terms (they add up to it): which term drives behaviour
-            **{
-                f"train/reward_{name}": raw[f"reward_terms.{name}"] / episodes
-                if episodes
-                else float("nan")
-                for name in self.term_names
-            },
+            **{f"train/reward_{name}": raw[f"reward_terms.{name}"] / episodes if episodes
+               else float("nan") for name in self.term_names},
             # robots ended by each of the layout's end conditions (failures, as collisions)
             **{f"train/ended_{name}": raw[f"failures.{name}"] for name in self.end_names},
             "train/transitions": raw["transitions"],

@@ -137,10 +137,8 @@ class Updater:
         self.delayed = any(objective.every > 1 for objective in self.objectives)
         self._last: dict[str, TensorDict] = {
             objective.name: TensorDict(
-                {
-                    key: torch.zeros((), device=objective.groups[0].parameters[0].device)
-                    for key in objective.minimise
-                },
+                {key: torch.zeros((), device=objective.groups[0].parameters[0].device)
+                 for key in objective.minimise},
                 batch_size=[],
             )  # fmt: skip
             for objective in self.objectives

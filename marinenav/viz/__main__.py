@@ -73,29 +73,23 @@ def _parser() -> argparse.ArgumentParser:
         "run_dir", type=Path, nargs="?", help="run directory (holds checkpoint.pt)"
     )
     episode.add_argument(
-        "--baseline",
-        choices=("apf", "mpc"),
-        default=None,
+        "--baseline", choices=("apf", "mpc"), default=None,
         help="replay a classical baseline instead of a run's agent",
     )
     episode.add_argument("--variant", default="textbook", help="baseline variant")
     episode.add_argument(
-        "--planner",
-        type=Path,
-        default=None,
+        "--planner", type=Path, default=None,
         help="replay a planner file (TorchScript, the original's or ours) instead of a run",
     )
     episode.add_argument(
-        "--set",
-        default="paper",
+        "--set", default="paper",
         help="baselines and planners (runs with --scenario): the named evaluation set the "
-        "episode comes from (default paper; the names evaluate --set takes)",
+             "episode comes from (default paper; the names evaluate --set takes)",
     )
     episode.add_argument(
-        "--scenario",
-        default=None,
+        "--scenario", default=None,
         help="the episode comes from this layout's evaluation set (e.g. imazu: case K+1 is "
-        "--episode K; harbour) instead of the run's own or the random scenarios",
+             "--episode K; harbour) instead of the run's own or the random scenarios",
     )
     episode.add_argument(
         "--episode",
@@ -116,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         type=at_least(1),
         default=None,
         help="episode step cap (default the set's own: a run's evaluation.max_steps, 1001 "
-        "for planners and baselines)",
+             "for planners and baselines)",
     )
     episode.add_argument("--device", default="cpu", help="torch device (default cpu)")
     curves = commands.add_parser("curves", help="plot learning curves of one or several runs")
@@ -148,43 +142,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     runs.add_argument("run_dirs", type=Path, nargs="+", help="run or sweep directories")
     runs.add_argument(
-        "--score",
-        choices=("auto", "large", "validation"),
-        default="auto",
+        "--score", choices=("auto", "large", "validation"), default="auto",
         help="what the aggregate rows score: the last checkpoint on the large set "
-        "(evaluation_large.json), the last validation, or auto (large where every run of "
-        "the group has it)",
+             "(evaluation_large.json), the last validation, or auto (large where every run of "
+             "the group has it)",
     )
     runs.add_argument(
-        "--reps",
-        type=at_least(100),
-        default=50_000,
+        "--reps", type=at_least(100), default=50_000,
         help="bootstrap resamples of the aggregate rows (default 50,000; at least 100)",
     )
     compare = commands.add_parser(
         "compare",
         help="recipes over seeds: IQM, mean, median with bootstrap intervals, worst run, "
-        "probability of improvement, performance profiles (rliable)",
+             "probability of improvement, performance profiles (rliable)",
     )
     compare.add_argument(
-        "groups",
-        nargs="+",
+        "groups", nargs="+",
         help="one recipe's runs each: a sweep directory, a directory of run directories, a run "
-        "directory, or a quoted glob of run directories",
+             "directory, or a quoted glob of run directories",
     )
     compare.add_argument("--labels", nargs="+", default=None, help="a label per group")
     compare.add_argument(
-        "--score",
-        choices=("auto", "large", "validation"),
-        default="auto",
+        "--score", choices=("auto", "large", "validation"), default="auto",
         help="as for runs (auto: the large set where every run has it, else validation)",
     )
     compare.add_argument(
-        "--reps",
-        type=at_least(100),
-        default=50_000,
+        "--reps", type=at_least(100), default=50_000,
         help="bootstrap resamples of the aggregates (default 50,000, at least 100; P(X > Y) at "
-        "most 2,000)",
+             "most 2,000)",
     )
     compare.add_argument(
         "--out", type=Path, default=Path("performance_profiles.png"), help="image file"
@@ -195,24 +180,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     quality.add_argument("run_dirs", type=Path, nargs="+", help="run or sweep directories")
     quality.add_argument("--level", type=float, default=0.8, help="success level (default 0.8)")
-    quality.add_argument("--out", type=Path, default=Path("time_to_quality.png"), help="image file")
     quality.add_argument(
-        "--labels",
-        nargs="+",
-        default=None,
+        "--out", type=Path, default=Path("time_to_quality.png"), help="image file"
+    )
+    quality.add_argument(
+        "--labels", nargs="+", default=None,
         help="a label per run (after sweeps are expanded): runs of one label are seeds of one "
-        "recipe, drawn as the median over them with the band of their middle half, "
-        "against wall-clock and CPU minutes",
+             "recipe, drawn as the median over them with the band of their middle half, "
+             "against wall-clock and CPU minutes",
     )
     cases = commands.add_parser(
         "cases", help="a table figure of per-case results of encounter sets (the Imazu cases)"
     )
-    cases.add_argument(
-        "metrics",
-        type=Path,
-        nargs="+",
-        help="evaluation JSON files with encounter checks (evaluate --out)",
-    )
+    cases.add_argument("metrics", type=Path, nargs="+",
+                       help="evaluation JSON files with encounter checks (evaluate --out)")
     cases.add_argument("--labels", nargs="+", default=None, help="a row label per file")
     cases.add_argument("--out", type=Path, default=Path("imazu_cases.png"), help="image file")
     return parser  # fmt: skip
@@ -233,11 +214,9 @@ def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.scenario is not None and args.scenario not in LAYOUTS:
         parser.error(f"--scenario {args.scenario!r}: choose one of {', '.join(sorted(LAYOUTS))}")
     layout = make_layout(args.scenario) if args.scenario else None
-    if (
-        args.run_dir is not None
-        and layout is None
-        and not (args.run_dir / "eval_configs.json").is_file()
-    ):
+    if args.run_dir is not None and layout is None and not (
+        args.run_dir / "eval_configs.json"
+    ).is_file():
         parser.error(f"no eval_configs.json in {args.run_dir}")
     if args.planner is not None:
         from marinenav.planner import PlannerLoadError, planner_policy

@@ -113,9 +113,8 @@ def read_run(run_dir: str | Path, require_wall_clock: bool = True) -> RunQuality
     return RunQuality(
         run_dir=run_dir,
         timesteps=sorted(records),
-        minutes=[
-            math.nan if r.get("wall_clock_s") is None else r["wall_clock_s"] / 60 for r in ordered
-        ],  # fmt: skip
+        minutes=[math.nan if r.get("wall_clock_s") is None else r["wall_clock_s"] / 60
+                 for r in ordered],  # fmt: skip
         cpu_minutes=[math.nan if r.get("cpu_s") is None else r["cpu_s"] / 60 for r in ordered],
         successes=[s for s, _ in counts],
         episodes=[n for _, n in counts],
@@ -200,7 +199,9 @@ def plot_quality_bands(
     """Success against wall-clock minutes and against CPU minutes (a panel each; the CPU panel
     only where every run recorded ``cpu_s``), per group the median over its runs and the band
     of their middle half, the level dashed."""
-    with_cpu = all(not math.isnan(run.cpu_minutes[-1]) for runs in groups.values() for run in runs)
+    with_cpu = all(
+        not math.isnan(run.cpu_minutes[-1]) for runs in groups.values() for run in runs
+    )
     clocks = ("wall", "cpu") if with_cpu else ("wall",)
     fig = Figure(figsize=(6.5 * len(clocks), 4.5))
     FigureCanvasAgg(fig)
