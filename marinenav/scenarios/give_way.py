@@ -72,7 +72,7 @@ def bow_crossing_penalty(
     pairs = _pairs(scenario, events, against)
     side_before, _ = _side_and_ahead(events.pos_before, events.theta_before)
     side, ahead = _side_and_ahead(events.pos, events.theta)
-    distance = torch.linalg.vector_norm(events.pos.unsqueeze(2) - events.pos.unsqueeze(1), dim=-1)
+    distance = torch.hypot(side, ahead)  # the two components of the same offset, m
     crossed = (side_before < 0) & (side >= 0) & (ahead > 0) & (distance < ENCOUNTER_RANGE)
     count = (crossed & pairs).sum(dim=2)  # [E, R]
     return count.to(events.theta.dtype) * -weight
