@@ -1,16 +1,20 @@
 """AC-IQN: both losses against their written-out definitions, which network each step
 moves (critic step: critic only; actor step: actor only, no critic gradient), update order,
-acting, and learning the tiny problem. Seeding, parameter counts, target copies and host
-read-backs: tests/test_agent_contract.py."""
+acting, learning the tiny problem, the `frozen` helper the actor loss uses and the online
+parameters the losses call being the networks' own. Seeding, parameter counts, target copies
+and host read-backs: tests/test_agent_contract.py."""
 
 from __future__ import annotations
 
+import copy
 import re
 
 import pytest
 import torch
 
+from marinenav.agents import make_agent
 from marinenav.agents.ac_iqn import ACIQNAgent, ACIQNConfig
+from marinenav.agents.base import frozen
 from marinenav.training.updater import Updater
 from tests.agent_utils import (
     assert_terminated_do_not_bootstrap,
@@ -162,3 +166,37 @@ def test_learns_the_tiny_problem() -> None:
     agent = ACIQNAgent(ACIQNConfig(lr=1e-3, normalize_observations=True))
     trained = train_briefly(agent)
     assert trained > random_return("continuous") + 8.0
+
+
+def test_frozen_passes_gradients_to_inputs_not_weights_and_restores_the_flags() -> None:
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    net[2].bias.requires_grad_(False)  # already frozen before the block: stays frozen
+    x = torch.randn(5, 3, requires_grad=True)
+    with frozen(net):
+        assert not any(p.requires_grad for p in net.parameters())
+        net(x).sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+    assert all(p.grad is None for p in net.parameters())
+    assert [p.requires_grad for p in net.parameters()] == [True, True, True, False]
+    with pytest.raises(RuntimeError, match="inside"), frozen(net):
+        raise RuntimeError("inside")
+    assert [p.requires_grad for p in net.parameters()] == [True, True, True, False]
+
+
+@pytest.mark.parametrize("name", ["ac_iqn", "iqn"])
+def test_online_parameters_are_the_networks_own_also_after_a_checkpoint_load(name: str) -> None:
+    """The quantile losses call their online networks without swapping ``*_params`` in: that
+    is only the same computation while those tensordicts hold the networks' own parameters and
+    buffers (TorchRL's ``convert_to_functional`` makes them so), also after loading a state."""
+    agent = make_agent(name, seed=3)
+    agent.load_training_state_dict(copy.deepcopy(make_agent(name, seed=4).training_state_dict()))
+    loss = agent.loss_module
+    for network_name in ("actor", "critic") if name == "ac_iqn" else ("network",):
+        network, params = getattr(loss, network_name), getattr(loss, f"{network_name}_params")
+        own = dict(network.named_parameters()) | dict(network.named_buffers())
+        held = {".".join(key): value for key, value in params.items(True, True)}
+        assert held.keys() == own.keys()
+        for key, value in held.items():
+            assert value.data_ptr() == own[key].data_ptr(), (network_name, key)
+            if key in dict(network.named_parameters()):
+                assert value is own[key], (network_name, key)

@@ -18,8 +18,8 @@ Update (:meth:`ACIQNAgent.objectives`, stepped in this order by the trainer's ``
 2. ``"actor"``, with the updated critic: ``loss = -mean_{b, i} Z(s_b, mu(s_b); tau_i)`` with 8
    fresh ``tau ~ U(0, cvar_alpha)``: risk neutral (the mean of ``Z``) at ``cvar_alpha = 1``, the
    original's; below 1 the actor maximises ``CVaR_alpha``, the mean of the worst ``alpha`` of
-   outcomes (risk averse, as in the IQN paper's distortion risk measures). Evaluated with
-   *detached* critic parameters so that no gradient reaches the critic, reported as
+   outcomes (risk averse, as in the IQN paper's distortion risk measures). Evaluated through
+   the critic with its parameters frozen, so that no gradient reaches the critic, reported as
    ``loss_actor``; clip the actor gradient norm to 0.5, Adam step on the actor.
 
 Hyperparameters (the original's): gamma 0.99; two Adams (actor, critic), learning rate
@@ -53,6 +53,7 @@ from marinenav.agents.base import (
     PlannerCall,
     check_options,
     critic_then_actor,
+    frozen,
 )
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.keys import ACTION, OBJECTS, OBJECTS_MASK, REWARD, SELF_STATE
@@ -143,11 +144,12 @@ class ACIQNLoss(LossModule):
             return nxt[REWARD] + bootstrap_factor(batch, self.gamma) * quantiles
 
     def predicted_quantiles(self, batch: TensorDictBase, tau: torch.Tensor) -> torch.Tensor:
-        """Online ``Z(s, a; tau_i)`` at the stored action ``[B, N]`` for ``tau [B, N]``."""
-        with self.critic_params.to_module(self.critic, preserve_module_state=False):
-            return self.critic(
-                batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK], batch[ACTION], tau
-            )
+        """Online ``Z(s, a; tau_i)`` at the stored action ``[B, N]`` for ``tau [B, N]``. The
+        online parameters are the critic's own (``critic_params`` holds the same tensors), so the
+        critic is called as it is."""
+        return self.critic(
+            batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK], batch[ACTION], tau
+        )
 
     def critic_loss(self, batch: TensorDictBase) -> torch.Tensor:
         """Quantile-Huber critic loss (0-dim). Draws ``tau [B, num_tau_train]``, then
@@ -160,16 +162,15 @@ class ACIQNLoss(LossModule):
 
     def actor_loss(self, batch: TensorDictBase) -> torch.Tensor:
         """``-mean_{b, i} Z(s_b, mu(s_b); tau_i)`` (0-dim) for ``tau [B, num_tau_actor]`` drawn
-        from ``U(0, cvar_alpha)`` (a Monte Carlo estimate of ``-CVaR_alpha``), with detached
-        critic parameters: gradients reach the online actor only."""
+        from ``U(0, cvar_alpha)`` (a Monte Carlo estimate of ``-CVaR_alpha``), through a
+        :func:`~marinenav.agents.base.frozen` critic: gradients reach the online actor only.
+        Both networks are called with their own (online) parameters."""
         tau = self._taus(batch, self.num_tau_actor)
         if self.cvar_alpha != 1.0:
             tau = tau * self.cvar_alpha
         obs = (batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK])
-        with self.actor_params.to_module(self.actor, preserve_module_state=False):
-            action = self.actor(*obs)
-        critic_params = self.critic_params.detach()
-        with critic_params.to_module(self.critic, preserve_module_state=False):
+        action = self.actor(*obs)
+        with frozen(self.critic):
             quantiles = self.critic(*obs, action, tau)  # [B, N]
         return -quantiles.mean()
 

@@ -72,7 +72,8 @@ branch on a host counter), sets ``cudagraph_update = False`` and is refused at s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -242,6 +243,24 @@ class Objective:
             raise ValueError(f"objective {self.name!r} needs a loss to minimise and a group")
         if self.every < 1:
             raise ValueError(f"objective {self.name!r}: every must be at least 1")
+
+
+@contextmanager
+def frozen(module: nn.Module) -> Iterator[nn.Module]:
+    """``module`` with every parameter's ``requires_grad`` off inside the block, restored after
+    (also on an exception): a forward through it passes gradients on to its inputs (an actor's
+    action) but records none for its own weights. What a loss's ``params.detach()`` swapped into
+    the module gives, without building and swapping a detached copy (two tensordict passes over
+    the parameters, about a tenth of an AC-IQN update on a CPU). Parameters already frozen stay
+    frozen."""
+    trainable = [p for p in module.parameters() if p.requires_grad]
+    for parameter in trainable:
+        parameter.requires_grad_(False)
+    try:
+        yield module
+    finally:
+        for parameter in trainable:
+            parameter.requires_grad_(True)
 
 
 def critic_then_actor(

@@ -134,11 +134,12 @@ class IQNLoss(LossModule):
         self.kappa = kappa
 
     def predicted_quantiles(self, batch: TensorDictBase, tau: torch.Tensor) -> torch.Tensor:
-        """Online ``Z(s, a; tau_i)`` at the taken action: ``tau [B, N]`` -> ``[B, N]``."""
-        with self.network_params.to_module(self.network, preserve_module_state=False):
-            quantiles = self.network(
-                batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK], tau
-            )  # [B, N, 25]
+        """Online ``Z(s, a; tau_i)`` at the taken action: ``tau [B, N]`` -> ``[B, N]``. The
+        online parameters are the network's own (``network_params`` holds the same tensors), so
+        the network is called as it is."""
+        quantiles = self.network(
+            batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK], tau
+        )  # [B, N, 25]
         action = batch[ACTION].view(-1, 1, 1).expand(-1, tau.shape[-1], 1)
         return quantiles.gather(-1, action).squeeze(-1)
 
