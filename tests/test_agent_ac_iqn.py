@@ -193,10 +193,11 @@ def test_online_parameters_are_the_networks_own_also_after_a_checkpoint_load(nam
     loss = agent.loss_module
     for network_name in ("actor", "critic") if name == "ac_iqn" else ("network",):
         network, params = getattr(loss, network_name), getattr(loss, f"{network_name}_params")
-        own = dict(network.named_parameters()) | dict(network.named_buffers())
+        parameters = dict(network.named_parameters())
+        own = parameters | dict(network.named_buffers())
         held = {".".join(key): value for key, value in params.items(True, True)}
         assert held.keys() == own.keys()
         for key, value in held.items():
             assert value.data_ptr() == own[key].data_ptr(), (network_name, key)
-            if key in dict(network.named_parameters()):
+            if key in parameters:
                 assert value is own[key], (network_name, key)
