@@ -9,7 +9,9 @@ evaluation set in the original's layout). ``best/checkpoint.pt`` holds the agent
 evaluation (ties: the later), and with ``checkpoint.keep_evaluated`` ``evaluated/<timestep>/
 checkpoint.pt`` every evaluated agent: policy snapshots (config, agent, counters, evaluations,
 ``"snapshot": True``; no replay or simulator state), which :func:`load_agent` reads like a
-checkpoint and the trainer refuses to resume from. Older checkpoints are read in today's layout
+checkpoint and the trainer refuses to resume from. A run that averages its acting network's
+weights (``training.policy_average_start``) adds the average to both, and :func:`load_agent`
+acts with it (:mod:`marinenav.training.averaging`). Older checkpoints are read in today's layout
 (:func:`current_layout`).
 
 Checkpoints are written atomically (:func:`write_checkpoint`, through :mod:`marinenav.files`):
@@ -29,6 +31,7 @@ import torch
 from marinenav.agents import Agent
 from marinenav.files import FileWriteError, atomic_path, describe
 from marinenav.keys import device_named
+from marinenav.training.averaging import AVERAGE_KEY, averaged_network_state
 from marinenav.training.factory import build_agent
 from marinenav.training.updater import Updater
 
@@ -56,6 +59,7 @@ def run_state(
     counters: dict[str, Any],
     evaluations: list[dict[str, Any]],
     run: dict[str, Any] | None = None,
+    average: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The checkpoint layout, written in one place. Always: ``config`` (the run config as a
     plain dict), ``agent`` (networks, targets and any other state of the agent:
@@ -65,9 +69,13 @@ def run_state(
     checkpoint adds ``run``'s entries (the trainer gives ``learner``, ``simulator``,
     ``trackers``) and the random streams (``agent_rng``: the agent's acting streams;
     ``torch_rng``, ``cuda_rng``: the global ones); without ``run`` the state is a policy
-    snapshot (``"snapshot": True``: ``best/``, ``evaluated/<timestep>/``)."""
+    snapshot (``"snapshot": True``: ``best/``, ``evaluated/<timestep>/``). Either adds, for a
+    run that averages its acting network's weights, ``average`` as ``"policy_average"``
+    (:meth:`marinenav.training.averaging.PolicyAverage.state_dict`)."""
     learned = {**agent.training_state_dict(), "optimizers": updater.state_dict()["optimizers"]}
     state = {"config": config, "agent": learned, "counters": counters, "evaluations": evaluations}
+    if average is not None:
+        state[AVERAGE_KEY] = average
     if run is None:
         state["snapshot"] = True
         return state
@@ -187,10 +195,14 @@ def write_checkpoint(state: dict[str, Any], path: str | Path) -> Path:
 
 def load_agent(path: str | Path, device: torch.device | str = "cpu") -> tuple[Agent, dict]:
     """The trained agent of a run (networks and targets restored, on ``device``) and the run's
-    config as a plain dict."""
+    config as a plain dict. A run that averaged its acting network's weights
+    (``training.policy_average_start``) acts with the average, as its evaluations did."""
     state = load_checkpoint(path, device)
     config = state["config"]
     agent = build_agent(config["agent"], device, run_seed=config.get("seed"))
     agent.load_state_dict(state["agent"]["modules"])
+    averaged = averaged_network_state(state)
+    if averaged is not None:  # the run's planner is its weight average (training.averaging)
+        agent.policy.selector.load_state_dict(averaged)
     agent.eval()
     return agent, config

@@ -69,6 +69,10 @@ class TrainingConf:
     target_tau: Optional[float] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
     # learning rates decay linearly over the budget to this fraction of agent.lr (1: constant)
     final_lr_fraction: float = MISSING
+    # the planner is the acting network's weights averaged (SWA) from this fraction of the
+    # budget on (null: the last network; marinenav.training.averaging)
+    policy_average_start: Optional[float] = MISSING  # noqa: UP045
+    policy_average_interval: int = MISSING  # timesteps between samples of that average
     initial_epsilon: float = MISSING  # exploration rate at the start
     final_epsilon: float = MISSING  # exploration rate after the decay
     exploration_fraction: float = MISSING  # fraction of the budget over which epsilon decays

@@ -61,6 +61,7 @@ from marinenav.keys import (
     device_named,
 )
 from marinenav.sim import InfoState
+from marinenav.training.averaging import AVERAGE_KEY, PolicyAverage
 from marinenav.training.checkpoint import (
     BEST_DIR,
     CHECKPOINT_NAME,
@@ -253,6 +254,7 @@ class Trainer:
         self.updater = Updater(self.agent, target_tau=cfg.training.get("target_tau", None))
         self.env = build_env(cfg, self.agent.action_kind, layout, self.device)
         self.learner = make_learner(self.agent, self.updater, cfg, self.device)
+        self.policy_average = self._make_policy_average()
         self.evaluator = build_evaluator(cfg, self.agent, self.device)
         # the reward's terms (the paper's, then the layout's) and the layout's end conditions
         self.term_names = self.env.sim.reward_term_names
@@ -300,6 +302,21 @@ class Trainer:
         warning = no_update_warning(cfg)
         if warning is not None:
             say(f"marinenav: {warning}", error=True)
+
+    def _make_policy_average(self) -> PolicyAverage | None:
+        """The acting network's weight average from ``training.policy_average_start`` of the
+        budget on (``None``: off; :mod:`marinenav.training.averaging`)."""
+        training = self.cfg.training
+        start = training.get("policy_average_start", None)
+        if start is None:
+            return None
+        return PolicyAverage(self.agent.policy.selector,
+                             start=round(start * training.total_timesteps),
+                             interval=training.policy_average_interval)  # fmt: skip
+
+    def _average_state(self) -> dict[str, Any] | None:
+        """The weight average's checkpoint entry (``None`` without one)."""
+        return None if self.policy_average is None else self.policy_average.state_dict()
 
     def _zero_metrics(self) -> TensorDict:
         """The device accumulators read back at each log (float64, since the last log):
@@ -378,6 +395,8 @@ class Trainer:
             self.timesteps += E
             self.decay_learning_rate()
             self.learn()
+            if self.policy_average is not None:
+                self.policy_average.observe(before, self.timesteps)
             interval = cfg.training.target_update_interval
             hard_targets = cfg.training.get("target_tau", None) is None
             if hard_targets and crossed(before, self.timesteps, interval):
@@ -547,7 +566,11 @@ class Trainer:
         if bar is not None:
             bar.set_description(f"evaluating ({self.evaluator.env.num_envs} episodes)")
         self.agent.policy.eval()
-        metrics = self.evaluator.run(self.agent.policy)
+        if self.policy_average is None:
+            metrics = self.evaluator.run(self.agent.policy)
+        else:  # the planner this run would give now: the average, once it has a sample
+            with self.policy_average.acting():
+                metrics = self.evaluator.run(self.agent.policy)
         self.agent.policy.train()
         if bar is not None:
             bar.set_description("training")
@@ -581,7 +604,7 @@ class Trainer:
         directory.mkdir(parents=True, exist_ok=True)
         state = run_state(
             OmegaConf.to_container(self.cfg, resolve=True), self.agent, self.updater,
-            self._counters(), self.evaluations,
+            self._counters(), self.evaluations, average=self._average_state(),
         )  # fmt: skip
         return write_checkpoint(state, directory / CHECKPOINT_NAME)
 
@@ -643,7 +666,7 @@ class Trainer:
         }  # fmt: skip
         state = run_state(
             OmegaConf.to_container(self.cfg, resolve=True), self.agent, self.updater,
-            self._counters(), self.evaluations, run,
+            self._counters(), self.evaluations, run, average=self._average_state(),
         )  # fmt: skip
         return write_checkpoint(state, self.run_dir / CHECKPOINT_NAME)
 
@@ -669,5 +692,7 @@ class Trainer:
             else:
                 getattr(self, name).copy_(value)
         self.evaluations = state["evaluations"]
+        if self.policy_average is not None and AVERAGE_KEY in state:
+            self.policy_average.load_state_dict(state[AVERAGE_KEY])
         restore_random_streams(state, self.agent)
         self.td = self.env.observe()  # the next step's input, nothing restarted

@@ -245,6 +245,13 @@ def _validate(cfg) -> None:
     fraction = cfg.training.final_lr_fraction
     if not 0.0 <= fraction <= 1.0:
         raise ConfigError(f"training.final_lr_fraction must be in [0, 1], got {fraction}")
+    average_start = cfg.training.policy_average_start
+    if average_start is not None and not 0.0 <= average_start < 1.0:
+        raise ConfigError(f"training.policy_average_start must be in [0, 1) or null, "
+                          f"got {average_start}")  # fmt: skip
+    if cfg.training.policy_average_interval <= 0:
+        raise ConfigError(f"training.policy_average_interval must be positive, "
+                          f"got {cfg.training.policy_average_interval}")  # fmt: skip
     epsilon_keys = ("initial_epsilon", "final_epsilon", "exploration_fraction")
     for key in epsilon_keys if cls.epsilon_greedy else ():
         value = getattr(cfg.training, key)

@@ -1,0 +1,149 @@
+"""The acting network's weight average (training.policy_average_start): when it samples, what
+it holds, that evaluations and loaded planners act with it while learning keeps the online
+network, and that a killed run resumes it exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from marinenav.training.averaging import AVERAGE_KEY, PolicyAverage
+from marinenav.training.checkpoint import load_agent
+from marinenav.training.trainer import Trainer
+from marinenav.training.validation import ConfigError
+from tests.run_utils import tiny_config
+
+AVERAGED = ("training.policy_average_start=0.5", "training.policy_average_interval=20")
+
+
+def test_samples_fall_on_the_interval_from_the_start() -> None:
+    average = PolicyAverage(nn.Linear(2, 1), start=100, interval=30)
+    steps = [(0, 64), (64, 128), (128, 192), (192, 256)]
+    # 100 (the start) lies in (64, 128], 130 and 160 in (128, 192], 190 as well, 220 and 250 ...
+    assert [average.due(a, b) for a, b in steps] == [False, True, True, True]
+    assert not average.due(100, 129) and average.due(100, 130)
+
+
+def test_the_average_is_the_mean_of_the_sampled_networks_and_acting_swaps_it_in() -> None:
+    torch.manual_seed(0)
+    network = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    average = PolicyAverage(network, start=10, interval=10)
+    sampled = []
+    for timestep in range(0, 60, 5):  # steps of 5 timesteps to 60: samples at 10, 20, ..., 60
+        with torch.no_grad():
+            for p in network.parameters():
+                p.add_(torch.randn_like(p))
+        average.observe(timestep, timestep + 5)
+        if average.due(timestep, timestep + 5):
+            sampled.append([p.detach().clone() for p in network.parameters()])
+    assert average.samples == len(sampled) == 6
+    online = [p.detach().clone() for p in network.parameters()]
+    expected = [torch.stack(ps).mean(0) for ps in zip(*sampled, strict=True)]
+    with average.acting():
+        for p, mean in zip(network.parameters(), expected, strict=True):
+            torch.testing.assert_close(p, mean)
+    for p, own in zip(network.parameters(), online, strict=True):
+        assert torch.equal(p, own)  # the online weights are back
+    with pytest.raises(RuntimeError, match="inside"), average.acting():
+        raise RuntimeError("inside")
+    for p, own in zip(network.parameters(), online, strict=True):
+        assert torch.equal(p, own)  # ... also after an exception
+
+
+def test_before_its_first_sample_the_average_leaves_the_network_alone() -> None:
+    network = nn.Linear(2, 2)
+    average = PolicyAverage(network, start=1000, interval=10)
+    average.observe(0, 500)
+    before = [p.detach().clone() for p in network.parameters()]
+    with torch.no_grad():
+        for p in network.parameters():
+            p.mul_(3.0)
+    with average.acting():
+        for p, old in zip(network.parameters(), before, strict=True):
+            assert torch.equal(p, 3.0 * old)
+    assert average.samples == 0
+
+
+def test_a_training_run_evaluates_and_exports_the_average_and_learns_with_the_online_network(
+    tmp_path: Path,
+) -> None:
+    trainer = Trainer(tiny_config("agent=ac_iqn", *AVERAGED), tmp_path)
+    trainer.train()
+    average = trainer.policy_average
+    assert average is not None and average.start == 80
+    assert average.samples == 5  # timesteps 80, 100, 120, 140, 160
+    online = dict(trainer.agent.policy.selector.named_parameters())
+    averaged = dict(average.average.module.named_parameters())
+    assert any(not torch.equal(online[name], averaged[name]) for name in online)
+    # the checkpoint keeps the online networks for a resume, and the average beside them
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    assert state[AVERAGE_KEY]["samples"] == 5
+    modules = state["agent"]["modules"]
+    for name, value in online.items():
+        assert torch.equal(modules[f"policy.selector.{name}"], value), name
+    # what the evaluator, the exporter and marinenav.evaluate read acts with the average: the
+    # actor the critic trains against (the same tensors) included
+    for source in (tmp_path, tmp_path / "best"):
+        loaded, _ = load_agent(source)
+        for name, value in loaded.policy.selector.named_parameters():
+            torch.testing.assert_close(value, averaged[name], msg=name)
+        torch.testing.assert_close(
+            loaded.actor.head[-1].weight, averaged["actor.head.4.weight"]
+        )  # fmt: skip
+
+
+def test_a_run_without_averaging_writes_no_average(tmp_path: Path) -> None:
+    trainer = Trainer(tiny_config("agent=dqn"), tmp_path)
+    trainer.train()
+    assert trainer.policy_average is None
+    assert AVERAGE_KEY not in torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+
+
+def test_a_killed_run_resumes_its_average_exactly(tmp_path: Path, monkeypatch) -> None:
+    overrides = ("agent=dqn", "training.policy_average_start=0.25",
+                 "training.policy_average_interval=20")  # fmt: skip
+    straight = Trainer(tiny_config(*overrides), tmp_path / "straight")
+    straight.train()
+
+    class Killed(Exception):
+        pass
+
+    original_step = Trainer.step_environments
+
+    def kill_after_the_first_checkpoint(self) -> None:
+        if self.timesteps > 100:
+            raise Killed
+        original_step(self)
+
+    monkeypatch.setattr(Trainer, "step_environments", kill_after_the_first_checkpoint)
+    with pytest.raises(Killed):
+        Trainer(tiny_config(*overrides), tmp_path / "killed").train()
+    monkeypatch.setattr(Trainer, "step_environments", original_step)
+    resumed = Trainer(tiny_config(*overrides, "resume=true"), tmp_path / "killed")
+    assert resumed.policy_average.samples == 3  # 40, 60, 80 in the checkpoint of timestep 80
+    resumed.train()
+    assert resumed.policy_average.samples == straight.policy_average.samples == 7
+    for (name, a), (_, b) in zip(
+        straight.policy_average.average.module.state_dict().items(),
+        resumed.policy_average.average.module.state_dict().items(), strict=True,
+    ):  # fmt: skip
+        torch.testing.assert_close(a, b, msg=name)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("training.policy_average_start=1.0", "policy_average_start must be in"),
+        ("training.policy_average_start=-0.1", "policy_average_start must be in"),
+        ("training.policy_average_interval=0", "policy_average_interval must be positive"),
+    ],
+)
+def test_bad_average_settings_fail_before_training(
+    override: str, message: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Trainer(tiny_config("agent=dqn", override), tmp_path)
+    assert not (tmp_path / "checkpoint.pt").exists()
