@@ -4,6 +4,8 @@ network, and that a killed run resumes it exactly."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from marinenav.training.averaging import AVERAGE_KEY, PolicyAverage
 from marinenav.training.checkpoint import load_agent
 from marinenav.training.trainer import Trainer
 from marinenav.training.validation import ConfigError
-from tests.run_utils import tiny_config
+from tests.run_utils import ROOT, tiny_config
 
 AVERAGED = ("training.policy_average_start=0.5", "training.policy_average_interval=20")
 
@@ -147,3 +149,35 @@ def test_bad_average_settings_fail_before_training(
     with pytest.raises(ConfigError, match=message):
         Trainer(tiny_config("agent=dqn", override), tmp_path)
     assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_averaging_evaluated_snapshots_after_the_fact_gives_the_runs_own_average(
+    tmp_path: Path,
+) -> None:
+    """benchmarks/average_snapshots.py on a run whose samples fall on its evaluations (80, 160)
+    writes the average that run kept, and marinenav's loader acts with it."""
+    run = tmp_path / "run"
+    cfg = tiny_config("agent=ac_iqn", "checkpoint.keep_evaluated=true",
+                      "training.policy_average_start=0.5",
+                      "training.policy_average_interval=80")  # fmt: skip
+    trainer = Trainer(cfg, run)
+    trainer.train()
+    assert trainer.policy_average.samples == 2
+    out = tmp_path / "averaged"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "average_snapshots.py"), str(run),
+         "--last", "2", "--out", str(out)],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "80, 160" in done.stdout
+    loaded, _ = load_agent(out)
+    kept = trainer.policy_average.average.module.state_dict()
+    for name, value in loaded.policy.selector.state_dict().items():
+        torch.testing.assert_close(value, kept[name], msg=name)
+    refused = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "average_snapshots.py"), str(run),
+         "--last", "3", "--out", str(out)],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "holds 2 evaluated snapshots" in refused.stderr

@@ -67,9 +67,14 @@ class PolicyAverage:
     def observe(self, before: int, after: int) -> None:
         """Add the network as it is now when a sample is due (see :meth:`due`)."""
         if self.due(before, after):
-            # host: AveragedModel reads its sample count, once per averaging interval
-            self.average.update_parameters(self.network)
-            self.samples += 1
+            self.sample()
+
+    def sample(self, network: nn.Module | None = None) -> None:
+        """Add ``network`` (default: the tracked one; another must have its structure, e.g. the
+        same network loaded from a snapshot) to the average now."""
+        # host: AveragedModel reads its sample count, once per averaging interval
+        self.average.update_parameters(self.network if network is None else network)
+        self.samples += 1
 
     @contextmanager
     def acting(self) -> Iterator[None]:
