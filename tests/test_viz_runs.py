@@ -62,6 +62,10 @@ def test_a_sweep_expands_to_its_runs_in_job_order(sweep: Path, tmp_path: Path) -
         expand_run_dirs([sweep / "multirun.yaml"])
     with pytest.raises(FileNotFoundError, match="does not exist"):
         expand_run_dirs([tmp_path / "nowhere"])
+    collected = tmp_path / "collected"  # a committed result: the last checkpoint's large set only
+    collected.mkdir()
+    (collected / "evaluation_large.json").write_text("{}")
+    assert expand_run_dirs([collected]) == [collected]
 
 
 def test_runs_table_of_a_sweep(sweep: Path, capsys) -> None:

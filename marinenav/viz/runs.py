@@ -25,10 +25,11 @@ from omegaconf import OmegaConf
 
 from marinenav.stats import format_rate
 from marinenav.viz.curves import EVALUATIONS_NAME, run_config
-from marinenav.viz.quality import read_run
+from marinenav.viz.quality import LARGE_NAME, read_run
 
-# what marks a directory as one run: the trainer's evaluations or checkpoint, Hydra's record
-RUN_MARKERS = (EVALUATIONS_NAME, "checkpoint.pt", ".hydra")
+# what marks a directory as one run: the trainer's evaluations or checkpoint, Hydra's record, or
+# a collected result's large-set evaluation of its last checkpoint (all that viz compare reads)
+RUN_MARKERS = (EVALUATIONS_NAME, "checkpoint.pt", ".hydra", LARGE_NAME)
 
 
 def is_run_dir(path: Path) -> bool:
@@ -58,8 +59,8 @@ def expand_run_dirs(paths: Sequence[str | Path]) -> list[Path]:
         inside = sorted((p for p in path.iterdir() if is_run_dir(p)), key=_sweep_order)
         if not inside:
             raise ValueError(
-                f"{path} is neither a run directory (no {EVALUATIONS_NAME}, checkpoint.pt or "
-                ".hydra) nor a sweep directory (no run directories inside)"
+                f"{path} is neither a run directory (no {EVALUATIONS_NAME}, checkpoint.pt, "
+                f".hydra or {LARGE_NAME}) nor a sweep directory (no run directories inside)"
             )
         runs.extend(inside)
     if not runs:
