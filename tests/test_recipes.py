@@ -50,6 +50,31 @@ def test_paper_recipe_is_the_originals_settings(agent: str) -> None:
     assert not cfg.checkpoint.keep_evaluated
 
 
+def test_quick_recipe_is_candidate_h_of_the_results() -> None:
+    """recipe=quick for AC-IQN composes to the command line docs/results.md measured as
+    candidate H (the default with these overrides), apart from the recipe's name; the paper and
+    fast recipes average nothing."""
+    quick = compose_config("agent=ac_iqn", "recipe=quick")
+    candidate_h = compose_config(
+        "agent=ac_iqn", "env.num_envs=64", "training.total_timesteps=400000",
+        "curriculum.timesteps=[0,32000,64000,96000,128000,160000]", "agent.num_tau_train=4",
+        "agent.num_tau_target=4", "agent.num_tau_actor=4",
+        "training.policy_average_start=0.4", "training.policy_average_interval=40000",
+    )  # fmt: skip
+    assert quick.recipe == "quick" and candidate_h.recipe == "fast"
+    with open_dict(candidate_h):
+        candidate_h.recipe = "quick"
+    assert quick == candidate_h
+    # the average samples at every evaluation of the last stage: 160k, 200k, ..., 400k
+    intervals = run_intervals(quick)
+    assert intervals["evaluation.interval"] == intervals["evaluation.first"] == 40_000
+    assert quick.training.policy_average_interval == 40_000
+    assert quick.training.policy_average_start * 400_000 == quick.curriculum.timesteps[-1]
+    for recipe in ("paper", "fast"):
+        other = compose_config("agent=ac_iqn", f"recipe={recipe}")
+        assert other.training.policy_average_start is None
+
+
 def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     default, fast = compose_config(), compose_config("recipe=fast")
     stage0 = compose_config("curriculum=stage0", "agent.n_step=1")
