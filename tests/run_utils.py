@@ -80,3 +80,30 @@ def start_training(run_dir: Path, *overrides: str) -> subprocess.Popen:
     line = process.stdout.readline()  # printed once the stop handlers are in place
     assert line.startswith("marinenav: training dqn in "), line + process.stderr.read()
     return process
+
+
+class Killed(Exception):
+    """What :func:`train_until_killed` stops a run with."""
+
+
+def train_until_killed(cfg, run_dir: Path, after: int, monkeypatch) -> None:
+    """Train ``cfg`` in ``run_dir`` and stop it, as a killed process stops, at the first batched
+    step that would start past timestep ``after`` (no checkpoint written at the stop: the run
+    keeps its last periodic one); the trainer's step is put back afterwards."""
+    import pytest
+
+    from marinenav.training.trainer import Trainer
+
+    step = Trainer.step_environments
+
+    def killed(self) -> None:
+        if self.timesteps > after:
+            raise Killed
+        step(self)
+
+    monkeypatch.setattr(Trainer, "step_environments", killed)
+    try:
+        with pytest.raises(Killed):
+            Trainer(cfg, run_dir).train()
+    finally:
+        monkeypatch.setattr(Trainer, "step_environments", step)

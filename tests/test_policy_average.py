@@ -16,7 +16,7 @@ from marinenav.training.averaging import AVERAGE_KEY, PolicyAverage
 from marinenav.training.checkpoint import load_agent
 from marinenav.training.trainer import Trainer
 from marinenav.training.validation import ConfigError
-from tests.run_utils import ROOT, tiny_config
+from tests.run_utils import ROOT, tiny_config, train_until_killed
 
 AVERAGED = ("training.policy_average_start=0.5", "training.policy_average_interval=20")
 
@@ -110,20 +110,8 @@ def test_a_killed_run_resumes_its_average_exactly(tmp_path: Path, monkeypatch) -
     straight = Trainer(tiny_config(*overrides), tmp_path / "straight")
     straight.train()
 
-    class Killed(Exception):
-        pass
-
-    original_step = Trainer.step_environments
-
-    def kill_after_the_first_checkpoint(self) -> None:
-        if self.timesteps > 100:
-            raise Killed
-        original_step(self)
-
-    monkeypatch.setattr(Trainer, "step_environments", kill_after_the_first_checkpoint)
-    with pytest.raises(Killed):
-        Trainer(tiny_config(*overrides), tmp_path / "killed").train()
-    monkeypatch.setattr(Trainer, "step_environments", original_step)
+    # killed after the first checkpoint (timestep 80)
+    train_until_killed(tiny_config(*overrides), tmp_path / "killed", 100, monkeypatch)
     resumed = Trainer(tiny_config(*overrides, "resume=true"), tmp_path / "killed")
     assert resumed.policy_average.samples == 3  # 40, 60, 80 in the checkpoint of timestep 80
     resumed.train()

@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 from marinenav.training.rundir import LOCK_NAME, RESUMES_NAME, RunDirectoryError
 from marinenav.training.trainer import Trainer
 from marinenav.training.validation import ConfigError
-from tests.run_utils import LONG, ROOT, TINY, start_training, tiny_config
+from tests.run_utils import LONG, ROOT, TINY, start_training, tiny_config, train_until_killed
 
 ALLOWED = ("training.total_timesteps, evaluation.interval, evaluation.first, checkpoint.*, "
            "logger.*, device, threads, compile, cudagraphs")  # fmt: skip
@@ -187,19 +187,8 @@ def test_after_a_kill_and_resume_the_csv_logs_equal_the_evaluations(
 ) -> None:
     every_40 = ["agent=dqn", "evaluation.first=40", "evaluation.interval=40"]
 
-    class Killed(Exception):
-        pass
-
-    def killed_after_timestep_130(self) -> None:
-        if self.timesteps > 130:  # evaluated at 120, after the checkpoint of timestep 80
-            raise Killed
-        step(self)
-
-    step = Trainer.step_environments
-    monkeypatch.setattr(Trainer, "step_environments", killed_after_timestep_130)
-    with pytest.raises(Killed):
-        Trainer(tiny_config(*every_40), tmp_path).train()
-    monkeypatch.setattr(Trainer, "step_environments", step)
+    # killed after timestep 130: evaluated at 120, after the checkpoint of timestep 80
+    train_until_killed(tiny_config(*every_40), tmp_path, 130, monkeypatch)
     logs = tmp_path / "logs" / "scalars"
     assert (logs / "eval" / "success_rate.csv").read_text().count("\n") == 3  # 40, 80, 120
 

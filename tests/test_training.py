@@ -18,7 +18,7 @@ from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.training.trainer import Trainer, crossed, linear_epsilon
 from marinenav.training.validation import ConfigError, memory_estimate, validate
 from tests.compile_utils import needs_cxx
-from tests.run_utils import TINY, tiny_config, train_py
+from tests.run_utils import TINY, tiny_config, train_py, train_until_killed
 from tests.sync_utils import count_read_backs
 
 
@@ -135,19 +135,8 @@ def test_a_killed_run_resumes_to_the_same_counters(tmp_path: Path, monkeypatch) 
     straight = Trainer(tiny_config("agent=dqn"), tmp_path / "straight")
     straight.train()
 
-    class Killed(Exception):
-        pass
-
-    def kill_after_the_first_checkpoint(self) -> None:
-        if self.timesteps > 100:
-            raise Killed
-        original_step(self)
-
-    original_step = Trainer.step_environments
-    monkeypatch.setattr(Trainer, "step_environments", kill_after_the_first_checkpoint)
-    with pytest.raises(Killed):
-        Trainer(tiny_config("agent=dqn"), tmp_path / "killed").train()
-    monkeypatch.setattr(Trainer, "step_environments", original_step)
+    # killed after the first checkpoint (timestep 80)
+    train_until_killed(tiny_config("agent=dqn"), tmp_path / "killed", 100, monkeypatch)
     resumed = Trainer(tiny_config("agent=dqn", "resume=true"), tmp_path / "killed")
     assert resumed.timesteps == 80  # the last checkpoint
     # the run's wall clock continues from the checkpoint's, not from zero

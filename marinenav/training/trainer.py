@@ -14,6 +14,9 @@ timestep counter crosses their intervals. The learning rates follow a linear dec
 default). Every evaluation that matches or beats the best success so far writes the agent to
 ``best/checkpoint.pt`` (a policy snapshot: no replay, not resumable); with
 ``checkpoint.keep_evaluated`` every evaluated agent is kept in ``evaluated/<timestep>/``.
+With ``training.policy_average_start`` the planner (what evaluations act with, snapshots and
+``load_agent`` give) is the acting network's weight average over the end of the run
+(``marinenav.training.averaging``); learning keeps the online network.
 Metrics are accumulated as device tensors and read back once per logging interval. The
 trainer knows agents only through that contract (``marinenav.agents.base``), never by name.
 
