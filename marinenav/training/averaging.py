@@ -30,6 +30,8 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
+from marinenav.training.config import crossed
+
 # the checkpoint entry holding the average (absent: the run averages nothing)
 AVERAGE_KEY = "policy_average"
 
@@ -57,12 +59,9 @@ class PolicyAverage:
     def due(self, before: int, after: int) -> bool:
         """Whether a sample is due for a batched step from timestep ``before`` to ``after``:
         a multiple of ``interval`` past ``start`` (``start`` itself included) lies in
-        ``(before, after]``."""
-        if after < self.start:
-            return False
-        if before < self.start:
-            return True
-        return (after - self.start) // self.interval > (before - self.start) // self.interval
+        ``(before, after]``: the trainer's schedule rule,
+        :func:`~marinenav.training.config.crossed`."""
+        return crossed(before, after, self.interval, self.start)
 
     def observe(self, before: int, after: int) -> None:
         """Add the network as it is now when a sample is due (see :meth:`due`)."""

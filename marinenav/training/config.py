@@ -214,6 +214,17 @@ def _curriculum_options(cfg) -> dict:
     return {key: list(cfg["curriculum"][key]) for key in keys}
 
 
+def crossed(before: int, after: int, interval: int, first: int = 0) -> bool:
+    """Whether a multiple of ``interval`` (from ``first`` on) lies in ``(before, after]``: a
+    schedule's event is due in a batched step from timestep ``before`` to ``after`` (the
+    trainer's evaluations, checkpoints, logs, target copies and weight-average samples)."""
+    if after < first:
+        return False
+    if before < first:
+        return True
+    return (after - first) // interval > (before - first) // interval
+
+
 def auto_interval(cfg) -> int:
     """The interval a null ``evaluation.interval`` or ``checkpoint.interval`` takes: a tenth
     (:data:`AUTO_INTERVALS_PER_RUN`) of ``training.total_timesteps``, rounded up to whole batched

@@ -44,6 +44,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ from marinenav.training.checkpoint import (
     run_state,
     write_checkpoint,
 )
-from marinenav.training.config import layout_of, with_intervals
+from marinenav.training.config import crossed, layout_of, with_intervals
 from marinenav.training.factory import build_agent, build_env, build_evaluator
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar, truncate_csv_logs
@@ -201,15 +202,6 @@ def linear_epsilon(timestep: int, cfg) -> float:
         return cfg.final_epsilon
     slope = (cfg.final_epsilon - cfg.initial_epsilon) / cfg.exploration_fraction
     return cfg.initial_epsilon + progress * slope
-
-
-def crossed(before: int, after: int, interval: int, first: int = 0) -> bool:
-    """Whether a multiple of ``interval`` (from ``first`` on) lies in ``(before, after]``."""
-    if after < first:
-        return False
-    if before < first:
-        return True
-    return (after - first) // interval > (before - first) // interval
 
 
 class Trainer:
@@ -569,11 +561,10 @@ class Trainer:
         if bar is not None:
             bar.set_description(f"evaluating ({self.evaluator.env.num_envs} episodes)")
         self.agent.policy.eval()
-        if self.policy_average is None:
+        # the planner this run would give now: the weight average, once it has a sample
+        average = self.policy_average
+        with nullcontext() if average is None else average.acting():
             metrics = self.evaluator.run(self.agent.policy)
-        else:  # the planner this run would give now: the average, once it has a sample
-            with self.policy_average.acting():
-                metrics = self.evaluator.run(self.agent.policy)
         self.agent.policy.train()
         if bar is not None:
             bar.set_description("training")
