@@ -2,12 +2,13 @@
 networks of its last K evaluated snapshots (``evaluated/<timestep>/``), written as a policy
 snapshot that ``marinenav.evaluate`` and ``marinenav.export`` read.
 
-    python benchmarks/average_snapshots.py RUN --last 5 --out DIR
+    python benchmarks/average_snapshots.py RUN --last 7 --out DIR
     python -m marinenav.evaluate DIR --set large --out DIR/large.json
 
 It is what ``training.policy_average_start`` / ``training.policy_average_interval`` compute
-during a run whose samples fall on its evaluations (e.g. start 0.6 and interval 40,000 of a
-400,000-timestep run with evaluations every 40,000: the snapshots of 240k, ..., 400k), with the
+during a run whose samples fall on its evaluations (e.g. ``recipe=quick``: start 0.4 and
+interval 40,000 of a 400,000-timestep run evaluated every 40,000, the snapshots of 160k, ...,
+400k), with the
 same :class:`marinenav.training.averaging.PolicyAverage` and checkpoint entry, so a run kept
 with ``checkpoint.keep_evaluated`` can be asked how an average would have done without training
 it again (docs/results.md, the fifteen-minute candidates).
@@ -40,14 +41,12 @@ def main() -> None:
         parser.error(f"--last must be in [1, {len(stamps)}]: {evaluated} holds {len(stamps)} "
                      "evaluated snapshots")  # fmt: skip
     chosen = stamps[-args.last :]
-    average = None
+    agent, _ = load_agent(evaluated / str(chosen[0]))  # the run's agent, built once
+    average = PolicyAverage(agent.policy.selector, start=0, interval=1)
     for stamp in chosen:  # the online acting network of each snapshot, in order
-        agent, _ = load_agent(evaluated / str(stamp))
         state = load_checkpoint(evaluated / str(stamp) / CHECKPOINT_NAME)
         agent.load_state_dict(state["agent"]["modules"])  # online, even where the run averaged
-        if average is None:
-            average = PolicyAverage(agent.policy.selector, start=0, interval=1)
-        average.sample(agent.policy.selector)
+        average.sample()
     state[AVERAGE_KEY] = average.state_dict()
     args.out.mkdir(parents=True, exist_ok=True)
     path = write_checkpoint(state, args.out / CHECKPOINT_NAME)

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hydra import compose, initialize_config_dir
 
 from marinenav.training.config import register_configs
@@ -90,8 +91,6 @@ def train_until_killed(cfg, run_dir: Path, after: int, monkeypatch) -> None:
     """Train ``cfg`` in ``run_dir`` and stop it, as a killed process stops, at the first batched
     step that would start past timestep ``after`` (no checkpoint written at the stop: the run
     keeps its last periodic one); the trainer's step is put back afterwards."""
-    import pytest
-
     from marinenav.training.trainer import Trainer
 
     step = Trainer.step_environments

@@ -68,11 +68,10 @@ class PolicyAverage:
         if self.due(before, after):
             self.sample()
 
-    def sample(self, network: nn.Module | None = None) -> None:
-        """Add ``network`` (default: the tracked one; another must have its structure, e.g. the
-        same network loaded from a snapshot) to the average now."""
+    def sample(self) -> None:
+        """Add the network, as its weights are now, to the average."""
         # host: AveragedModel reads its sample count, once per averaging interval
-        self.average.update_parameters(self.network if network is None else network)
+        self.average.update_parameters(self.network)
         self.samples += 1
 
     @contextmanager
