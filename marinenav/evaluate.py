@@ -199,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="IQN planners and runs: act on the mean of the worst CVAR of returns "
                              "(taus scaled to [0, CVAR]; default: a planner 1, the node's mean; "
                              "a run its agent.cvar_alpha)")
+    parser.add_argument("--online", action="store_true",
+                        help="a run that averaged its acting network's weights "
+                        "(training.policy_average_start) acts with the online network its "
+                        "checkpoint keeps, not the average (default: the average, as its "
+                        "evaluations and exported planner)")
     parser.add_argument("--set", choices=SET_NAMES, default=None,
                         help="a named evaluation set of the run's own layout (default: the run's "
                              "own set; planners: paper); currents4 / currents8: the paper's "
@@ -225,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)  # fmt: skip
     if sum(x is not None for x in (args.run_dir, args.planner, args.baseline)) != 1:
         parser.error("give a run directory, --planner FILE or --baseline NAME (one of them)")
+    if args.online and not args.run_dir:
+        parser.error("--online chooses a run's network; a planner file or baseline has one")
     if args.set and args.scenarios:
         parser.error("give --set or --scenarios, not both")
     if args.scenario and args.scenarios:
@@ -250,13 +257,15 @@ def main(argv: list[str] | None = None) -> int:
             metrics["baseline"] = {"name": args.baseline, "variant": args.variant,
                                    "planning_period": policy.planning_period}  # fmt: skip
         else:
-            agent, config = load_agent(args.run_dir, args.device)
+            agent, config = load_agent(args.run_dir, args.device, average=not args.online)
             if args.cvar is not None:
                 act_at_cvar(agent, args.cvar)
             chosen = _chosen_set(args, config)
             metrics = evaluate_agent(agent, chosen, args.device)
             if args.cvar is not None:
                 metrics["cvar"] = args.cvar
+            if args.online:
+                metrics["acting"] = "online network (not the run's weight average)"
     except (FileNotFoundError, ValueError, PlannerLoadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ network, and that a killed run resumes it exactly."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 import torch
 from torch import nn
 
+from marinenav.evaluate import main as evaluate_main
 from marinenav.training.averaging import AVERAGE_KEY, PolicyAverage
 from marinenav.training.checkpoint import load_agent
 from marinenav.training.trainer import Trainer
@@ -95,6 +97,14 @@ def test_a_training_run_evaluates_and_exports_the_average_and_learns_with_the_on
         torch.testing.assert_close(
             loaded.actor.head[-1].weight, averaged["actor.head.4.weight"]
         )  # fmt: skip
+    # asked for, the online network the checkpoint keeps (what the run learned with)
+    online_loaded, _ = load_agent(tmp_path, average=False)
+    for name, value in online_loaded.policy.selector.named_parameters():
+        assert torch.equal(value, online[name]), name
+    # and marinenav.evaluate --online scores it, saying so in its record
+    out = tmp_path / "online.json"
+    assert evaluate_main([str(tmp_path), "--online", "--max-steps", "5", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["acting"].startswith("online network")
 
 
 def test_a_run_without_averaging_writes_no_average(tmp_path: Path) -> None:
@@ -102,6 +112,11 @@ def test_a_run_without_averaging_writes_no_average(tmp_path: Path) -> None:
     trainer.train()
     assert trainer.policy_average is None
     assert AVERAGE_KEY not in torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    with pytest.raises(ValueError, match="holds no weight average"):
+        load_agent(tmp_path, average=False)
+    assert evaluate_main([str(tmp_path), "--online"]) == 2  # refused in one line
+    with pytest.raises(SystemExit):  # a baseline has one network: the flag is a mistake
+        evaluate_main(["--baseline", "apf", "--online"])
 
 
 def test_a_killed_run_resumes_its_average_exactly(tmp_path: Path, monkeypatch) -> None:

@@ -193,16 +193,26 @@ def write_checkpoint(state: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
-def load_agent(path: str | Path, device: torch.device | str = "cpu") -> tuple[Agent, dict]:
+def load_agent(
+    path: str | Path, device: torch.device | str = "cpu", average: bool = True
+) -> tuple[Agent, dict]:
     """The trained agent of a run (networks and targets restored, on ``device``) and the run's
     config as a plain dict. A run that averaged its acting network's weights
-    (``training.policy_average_start``) acts with the average, as its evaluations did."""
+    (``training.policy_average_start``) acts with the average, as its evaluations did; with
+    ``average=False`` it acts with the online network the checkpoint keeps beside it (what
+    the run learned with), and a run without an average is refused then, in one line."""
     state = load_checkpoint(path, device)
     config = state["config"]
     agent = build_agent(config["agent"], device, run_seed=config.get("seed"))
     agent.load_state_dict(state["agent"]["modules"])
     averaged = averaged_network_state(state)
-    if averaged is not None:  # the run's planner is its weight average (training.averaging)
+    if not average and averaged is None:
+        raise ValueError(
+            f"{path}: the online network was asked for, but this checkpoint holds no weight "
+            "average (training.policy_average_start was off or had no sample yet); its "
+            "planner is the online network already"
+        )
+    if averaged is not None and average:  # the run's planner is its weight average
         agent.policy.selector.load_state_dict(averaged)
     agent.eval()
     return agent, config
