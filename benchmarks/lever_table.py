@@ -44,12 +44,13 @@ def seed_of(run: Path) -> int:
     return int(match.group(1))
 
 
-def last_and_span(run: Path) -> tuple[tuple[int, int], float]:
+def last_and_span(run: Path) -> tuple[tuple[int, int], float | None]:
     """The last checkpoint's large-set ``(successes, episodes)`` and the span (max - min) of the
-    success rates of the last ``KEPT`` kept checkpoints."""
+    success rates of the last ``KEPT`` kept checkpoints (``None`` for a run with fewer
+    large-set evaluations, e.g. one derived from another run's last checkpoint)."""
     counts = [successes(metrics) for metrics in large_evaluations(run).values()][-KEPT:]
     rates = [s / n for s, n in counts]
-    return counts[-1], max(rates) - min(rates)
+    return counts[-1], (max(rates) - min(rates)) if len(rates) == KEPT else None
 
 
 def side(runs: str) -> dict[int, tuple[tuple[int, int], float]]:
@@ -66,6 +67,12 @@ def side(runs: str) -> dict[int, tuple[tuple[int, int], float]]:
     return out
 
 
+def mean_span(runs: dict[int, tuple[tuple[int, int], float | None]], seeds: list[int]) -> str:
+    """The mean over ``seeds`` of the runs' spans, formatted; ``n/a`` if a run has none."""
+    spans = [runs[s][1] for s in seeds]
+    return "n/a" if None in spans else f"{sum(spans) / len(spans):.3f}"
+
+
 def row(name: str, with_runs: str, base_runs: str) -> str:
     """One Markdown row of the lever table."""
     on, off = side(with_runs), side(base_runs)
@@ -78,11 +85,10 @@ def row(name: str, with_runs: str, base_runs: str) -> str:
     over_seeds = f"{mean:+.3f}" + (f" [{low:+.3f}, {high:+.3f}]" if len(seeds) > 1 else "")
     on_mean = sum(on[s][0][0] / on[s][0][1] for s in seeds) / len(seeds)
     off_mean = sum(off[s][0][0] / off[s][0][1] for s in seeds) / len(seeds)
-    on_span = sum(on[s][1] for s in seeds) / len(seeds)
-    off_span = sum(off[s][1] for s in seeds) / len(seeds)
+    on_span, off_span = mean_span(on, seeds), mean_span(off, seeds)
     cells = [name, ", ".join(map(str, seeds)), f"{on_mean:.3f}", f"{off_mean:.3f}",
              ", ".join(f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]" for d, lo, hi in per_seed),
-             over_seeds, f"{on_span:.3f} / {off_span:.3f}"]  # fmt: skip
+             over_seeds, f"{on_span} / {off_span}"]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 
 

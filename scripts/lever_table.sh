@@ -38,6 +38,8 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
     "$(seeds $C/lr3e-4_640k_seed 0 1 2)" "$(seeds $C/lr3e-4_480k_seed 0 1 2)" \
   --lever "AC-IQN: last stage 160k (vs 480k), i.e. 480k (vs 800k), risk neutral" \
     "$C/lr3e-4_480k_seed0" "$L/lr3e-4_seed0" \
+  --lever "AC-IQN fifteen-minute: the weight average over the last stage (vs its last network), H vs G" \
+    "$(seeds $L/fifteen_H_seed 0 1 2 3 4 5 6 7 8 9)" "$(seeds $L/fifteen_G_seed 0 1 2 3 4 5 6 7 8 9)" \
   --lever "SAC: 3-step returns (vs one-step), 480k" \
     results/recipes/sac/seed0 results/recipes/sac/candidates/lr3e-4_g0.995_480k_seed0 \
   --lever "DDPG: 480k (vs 800k)" \
