@@ -6,9 +6,9 @@ snapshot that ``marinenav.evaluate`` and ``marinenav.export`` read.
     python -m marinenav.evaluate DIR --set large --out DIR/large.json
 
 It is what ``training.policy_average_start`` / ``training.policy_average_interval`` compute
-during a run whose samples fall on its evaluations (e.g. ``recipe=quick``: start 0.4 and
-interval 40,000 of a 400,000-timestep run evaluated every 40,000, the snapshots of 160k, ...,
-400k), with the
+during a run whose samples fall on its evaluations (e.g. candidate H of docs/results.md: start
+0.4 and interval 40,000 of a 400,000-timestep run evaluated every 40,000, the snapshots of
+160k, ..., 400k), with the
 same :class:`marinenav.training.averaging.PolicyAverage` and checkpoint entry, so a run kept
 with ``checkpoint.keep_evaluated`` can be asked how an average would have done without training
 it again (docs/results.md, the fifteen-minute candidates).

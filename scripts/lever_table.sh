@@ -40,6 +40,8 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
     "$C/lr3e-4_480k_seed0" "$L/lr3e-4_seed0" \
   --lever "AC-IQN fifteen-minute: the weight average over the last stage (vs its last network), H vs G" \
     "$(seeds $L/fifteen_H_seed 0 1 2 3 4 5 6 7 8 9)" "$(seeds $L/fifteen_G_seed 0 1 2 3 4 5 6 7 8 9)" \
+  --lever "AC-IQN fifteen-minute: the average sampled every 1,000 timesteps (vs at the 7 evaluations), I vs H" \
+    "$(seeds $L/fifteen_I_seed 0 1 2 3 4 5 6 7 8 9)" "$(seeds $L/fifteen_H_seed 0 1 2 3 4 5 6 7 8 9)" \
   --lever "SAC: 3-step returns (vs one-step), 480k" \
     results/recipes/sac/seed0 results/recipes/sac/candidates/lr3e-4_g0.995_480k_seed0 \
   --lever "DDPG: 480k (vs 800k)" \
