@@ -44,5 +44,7 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
     "$(seeds $L/fifteen_I_seed 0 1 2 3 4 5 6 7 8 9)" "$(seeds $L/fifteen_H_seed 0 1 2 3 4 5 6 7 8 9)" \
   --lever "SAC: 3-step returns (vs one-step), 480k" \
     results/recipes/sac/seed0 results/recipes/sac/candidates/lr3e-4_g0.995_480k_seed0 \
+  --lever "DDPG: the weight average over the last stage (vs its last network), the fast part" \
+    "$(seeds results/recipes/ddpg/averaged_seed 2 3 4)" "$(seeds results/recipes/ddpg/seed 2 3 4)" \
   --lever "DDPG: 480k (vs 800k)" \
     results/recipes/ddpg/seed0 results/recipes/ddpg/candidates/800k_seed0
