@@ -53,7 +53,7 @@ def last_and_span(run: Path) -> tuple[tuple[int, int], float | None]:
     return counts[-1], (max(rates) - min(rates)) if len(rates) == KEPT else None
 
 
-def side(runs: str) -> dict[int, tuple[tuple[int, int], float]]:
+def side(runs: str) -> dict[int, tuple[tuple[int, int], float | None]]:
     """``{seed: ((successes, episodes), span)}`` of comma-separated run directories."""
     out = {}
     for name in runs.split(","):

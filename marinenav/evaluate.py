@@ -201,9 +201,9 @@ def main(argv: list[str] | None = None) -> int:
                              "a run its agent.cvar_alpha)")
     parser.add_argument("--online", action="store_true",
                         help="a run that averaged its acting network's weights "
-                        "(training.policy_average_start) acts with the online network its "
-                        "checkpoint keeps, not the average (default: the average, as its "
-                        "evaluations and exported planner)")
+                             "(training.policy_average_start) acts with the online network its "
+                             "checkpoint keeps, not the average (default: the average, as its "
+                             "evaluations and exported planner)")
     parser.add_argument("--set", choices=SET_NAMES, default=None,
                         help="a named evaluation set of the run's own layout (default: the run's "
                              "own set; planners: paper); currents4 / currents8: the paper's "
