@@ -15,7 +15,8 @@ from tensordict import TensorDictBase
 
 import marinenav.training.validation as validation_module
 from marinenav.agents import AGENT_NAMES, agent_class
-from marinenav.training.trainer import Trainer, crossed, linear_epsilon
+from marinenav.training.config import crossed
+from marinenav.training.trainer import Trainer, linear_epsilon
 from marinenav.training.validation import ConfigError, memory_estimate, validate
 from tests.compile_utils import needs_cxx
 from tests.run_utils import TINY, tiny_config, train_py, train_until_killed
