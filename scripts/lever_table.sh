@@ -42,9 +42,15 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
     "$(seeds $L/fifteen_H_seed 0 1 2 3 4 5 6 7 8 9)" "$(seeds $L/fifteen_G_seed 0 1 2 3 4 5 6 7 8 9)" \
   --lever "AC-IQN fifteen-minute: the average sampled every 1,000 timesteps (vs at the 7 evaluations), I vs H" \
     "$(seeds $L/fifteen_I_seed 0 1 2 3 4 5 6 7 8 9)" "$(seeds $L/fifteen_H_seed 0 1 2 3 4 5 6 7 8 9)" \
+  --lever "AC-IQN: the Optuna study's best, trial 0 (Adam 2.5e-4, raw inputs, lr to 0.73, tau 0.0125; vs the default's values), 560k" \
+    "$(seeds $L/optuna_trial0_seed 0 1 2)" "$(seeds $A/seed 0 1 2)" \
   --lever "SAC: 3-step returns (vs one-step), 480k" \
     results/recipes/sac/seed0 results/recipes/sac/candidates/lr3e-4_g0.995_480k_seed0 \
   --lever "DDPG: the weight average over the last stage (vs its last network), the fast part" \
     "$(seeds results/recipes/ddpg/averaged_seed 2 3 4)" "$(seeds results/recipes/ddpg/seed 2 3 4)" \
+  --lever "SAC: the weight average over the last stage (vs its last network), the fast part" \
+    "$(seeds results/recipes/sac/averaged_seed 2 3 4)" "$(seeds results/recipes/sac/seed 2 3 4)" \
+  --lever "DQN: the weight average over the last third, from 533,333 (vs its last network), the fast part" \
+    "$(seeds results/recipes/dqn/averaged_seed 2 3 4)" "$(seeds results/recipes/dqn/seed 2 3 4)" \
   --lever "DDPG: 480k (vs 800k)" \
     results/recipes/ddpg/seed0 results/recipes/ddpg/candidates/800k_seed0
