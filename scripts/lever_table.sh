@@ -54,5 +54,7 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
     "$(seeds results/recipes/sac/averaged_seed 2 3 4)" "$(seeds results/recipes/sac/seed 2 3 4)" \
   --lever "DQN: the weight average over the last third, from 533,333 (vs its last network), the fast part" \
     "$(seeds results/recipes/dqn/averaged_seed 2 3 4)" "$(seeds results/recipes/dqn/seed 2 3 4)" \
+  --lever "Rainbow: the weight average over the last stage (vs its last network), the fast part" \
+    results/recipes/rainbow/averaged_seed2 results/recipes/rainbow/seed2 \
   --lever "DDPG: 480k (vs 800k)" \
     results/recipes/ddpg/seed0 results/recipes/ddpg/candidates/800k_seed0
