@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -170,34 +171,32 @@ def unexpected(error: Exception, run_dir: Path) -> str:
             "please report it)")  # fmt: skip
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="config")
-def main(cfg: DictConfig) -> float:
-    """Train, evaluate and checkpoint in Hydra's run directory; returns the final success rate
-    (the value a sweeper optimises). Ends with the exit statuses above."""
+def train_run(cfg: DictConfig, run_dir: Path, job_dir: Path, first: bool) -> dict:
+    """Train one run in ``run_dir`` (the job's directory, or a seed's directory inside it) and
+    return its final evaluation; a failure ends the job with the exit statuses above. A refused
+    start removes what Hydra made for the job only while nothing of it has trained (``first``)."""
     from marinenav.files import FileWriteError
     from marinenav.training.checkpoint import CHECKPOINT_NAME
     from marinenav.training.rundir import remove_new_directories
     from marinenav.training.trainer import Trainer, TrainingDiverged, TrainingInterrupted
 
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    if cfg.resume is None and os.environ.get("SUBMITIT_EXECUTOR"):
-        # a job requeued by submitit after preemption runs again in its own directory
-        if (run_dir / CHECKPOINT_NAME).is_file():
-            with open_dict(cfg):
-                cfg.resume = True
     try:
         trainer = Trainer(cfg, run_dir)
     except (ValueError, FileNotFoundError) as error:  # config, directory, resume: nothing ran
-        remove_new_directories(run_dir)  # only what Hydra made for this run, never the user's
+        if run_dir != job_dir:  # a seed's directory this start made, left empty
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
+        if first:
+            remove_new_directories(job_dir)  # only what Hydra made for this job, never the user's
         end_job(one_line(error), REFUSED)
     except FileWriteError as error:
         end_job(str(error), FAILED)
     except Exception as error:
-        end_job(unexpected(error, run_dir), FAILED)
+        end_job(unexpected(error, job_dir), FAILED)
     try:
         save_hydra_config(cfg, run_dir)
-        trainer.resume_command = resume_command(run_dir)
-        return trainer.train()["eval/success_rate"]
+        trainer.resume_command = resume_command(job_dir)
+        return trainer.train()
     except TrainingInterrupted as stop:
         sys.exit(stop.exit_code)  # a stop stops a sweep too
     except TrainingDiverged as error:
@@ -208,7 +207,42 @@ def main(cfg: DictConfig) -> float:
                 + (f", the last checkpoint {kept} is kept; free space and resume with: "
                    f"{trainer.resume_command}" if kept.is_file() else ""), FAILED)  # fmt: skip
     except Exception as error:
-        end_job(unexpected(error, run_dir), FAILED)
+        end_job(unexpected(error, job_dir), FAILED)
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> float:
+    """Train, evaluate and checkpoint in Hydra's run directory; returns the final success rate
+    (the value a sweeper optimises), or with ``seeds`` set the mean over those seeds' runs
+    (:mod:`marinenav.training.seeds`). Ends with the exit statuses above."""
+    from marinenav.training.checkpoint import CHECKPOINT_NAME
+    from marinenav.training.rundir import remove_new_directories
+    from marinenav.training.seeds import seed_runs, write_summary
+    from marinenav.training.trainer import say
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    requeued = bool(os.environ.get("SUBMITIT_EXECUTOR"))  # a job submitit requeued runs again
+    if cfg.get("seeds") is None:
+        if cfg.resume is None and requeued and (run_dir / CHECKPOINT_NAME).is_file():
+            with open_dict(cfg):
+                cfg.resume = True
+        return train_run(cfg, run_dir, run_dir, first=True)["eval/success_rate"]
+    try:
+        runs = seed_runs(cfg, run_dir, requeued=requeued and cfg.resume is None)
+    except ValueError as error:
+        remove_new_directories(run_dir)
+        end_job(one_line(error), REFUSED)
+    finals = {}
+    for index, (seed, seed_cfg, seed_dir) in enumerate(runs):
+        say(f"marinenav: seed {seed} ({index + 1} of {len(runs)}) in {seed_dir}")
+        finals[seed] = train_run(seed_cfg, seed_dir, run_dir, first=index == 0)
+    mean = write_summary(run_dir, finals)
+    save_hydra_config(cfg, run_dir)  # the job's own config (each seed's is in its directory)
+    rates = ", ".join(f"seed {seed} {final['eval/success_rate']:.3f}"
+                      for seed, final in finals.items())  # fmt: skip
+    say(f"marinenav: {len(finals)} seeds finished: {rates}; mean {mean:.3f} "
+        f"(the job's value; {run_dir / 'seeds.json'})")
+    return mean
 
 
 if __name__ == "__main__":

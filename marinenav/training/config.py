@@ -135,6 +135,10 @@ class TrainConfig:
     # the recipe the run was composed with (set by conf/recipe/<name>.yaml; recipe=<name>)
     recipe: str = MISSING
     seed: int = MISSING  # run seed: environments, exploration; networks use seed + 100
+    # several seeds in one job, one after another, in <run dir>/seed<N>; the job returns the mean
+    # of their final success rates (a tuning trial scored on several seeds;
+    # marinenav.training.seeds). null: one run of ``seed``
+    seeds: Optional[list[int]] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
     device: str = MISSING  # auto (CUDA when present), cpu, cuda or cuda:N
     threads: int = MISSING  # torch CPU threads (0: torch's default); see docs/benchmarks.md
     compile: bool = MISSING  # torch.compile the env step, the acting network and the update
