@@ -6,6 +6,7 @@ import contextlib
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -171,10 +172,12 @@ def unexpected(error: Exception, run_dir: Path) -> str:
             "please report it)")  # fmt: skip
 
 
-def train_run(cfg: DictConfig, run_dir: Path, job_dir: Path, first: bool) -> dict:
+def train_run(cfg: DictConfig, run_dir: Path, job_dir: Path, first: bool,
+              on_start: Callable[[], None] | None = None) -> dict:  # fmt: skip
     """Train one run in ``run_dir`` (the job's directory, or a seed's directory inside it) and
     return its final evaluation; a failure ends the job with the exit statuses above. A refused
-    start removes what Hydra made for the job only while nothing of it has trained (``first``)."""
+    start removes what Hydra made for the job only while nothing of it has trained (``first``);
+    ``on_start`` runs once the run owns its directory (the job's own records)."""
     from marinenav.files import FileWriteError
     from marinenav.training.checkpoint import CHECKPOINT_NAME
     from marinenav.training.rundir import remove_new_directories
@@ -195,6 +198,8 @@ def train_run(cfg: DictConfig, run_dir: Path, job_dir: Path, first: bool) -> dic
         end_job(unexpected(error, job_dir), FAILED)
     try:
         save_hydra_config(cfg, run_dir)
+        if on_start is not None:
+            on_start()
         trainer.resume_command = resume_command(job_dir)
         return trainer.train()
     except TrainingInterrupted as stop:
@@ -232,12 +237,17 @@ def main(cfg: DictConfig) -> float:
     except ValueError as error:
         remove_new_directories(run_dir)
         end_job(one_line(error), REFUSED)
-    finals = {}
+    seeds, finals = [seed for seed, _, _ in runs], {}
+
+    def record_job() -> None:  # the job's config and seeds.json, once the job owns its directory
+        save_hydra_config(cfg, run_dir)
+        write_summary(run_dir, seeds, finals)
+
     for index, (seed, seed_cfg, seed_dir) in enumerate(runs):
         say(f"marinenav: seed {seed} ({index + 1} of {len(runs)}) in {seed_dir}")
-        finals[seed] = train_run(seed_cfg, seed_dir, run_dir, first=index == 0)
-    mean = write_summary(run_dir, finals)
-    save_hydra_config(cfg, run_dir)  # the job's own config (each seed's is in its directory)
+        finals[seed] = train_run(seed_cfg, seed_dir, run_dir, first=index == 0,
+                                 on_start=record_job if index == 0 else None)  # fmt: skip
+        mean = write_summary(run_dir, seeds, finals)
     rates = ", ".join(f"seed {seed} {final['eval/success_rate']:.3f}"
                       for seed, final in finals.items())  # fmt: skip
     say(f"marinenav: {len(finals)} seeds finished: {rates}; mean {mean:.3f} "

@@ -61,10 +61,15 @@ def test_a_sweep_trial_of_several_seeds_reports_their_mean(tmp_path: Path) -> No
     assert best["best_value"] == pytest.approx(summary["mean_final_success_rate"])
 
 
-def test_the_summary_is_the_mean_of_the_seeds_final_success(tmp_path: Path) -> None:
-    finals = {0: {"eval/success_rate": 0.5, "timestep": 800}, 7: {"eval/success_rate": 1.0,
-                                                                   "timestep": 800}}  # fmt: skip
-    assert write_summary(tmp_path, finals) == 0.75
+def test_the_summary_is_the_mean_of_the_seeds_final_success_once_all_finished(
+        tmp_path: Path) -> None:  # fmt: skip
+    finals = {0: {"eval/success_rate": 0.5, "timestep": 800}}
+    assert write_summary(tmp_path, [0, 7], finals) is None  # seed 7 still training
+    summary = json.loads((tmp_path / SUMMARY_NAME).read_text())
+    assert summary == {"seeds": [0, 7], "final_success_rate": {"0": 0.5},
+                       "final_timestep": {"0": 800}, "mean_final_success_rate": None}  # fmt: skip
+    finals[7] = {"eval/success_rate": 1.0, "timestep": 800}
+    assert write_summary(tmp_path, [0, 7], finals) == 0.75
     summary = json.loads((tmp_path / SUMMARY_NAME).read_text())
     assert summary == {"seeds": [0, 7], "final_success_rate": {"0": 0.5, "7": 1.0},
                        "final_timestep": {"0": 800, "7": 800},

@@ -68,6 +68,28 @@ def test_a_sweep_expands_to_its_runs_in_job_order(sweep: Path, tmp_path: Path) -
     assert expand_run_dirs([collected]) == [collected]
 
 
+def test_a_job_of_several_seeds_expands_to_its_seeds_in_seed_order(tmp_path: Path) -> None:
+    """A ``seeds=[...]`` job (``seeds.json`` and the job's own ``.hydra`` beside ``seed<N>/``)
+    stands for its seeds' runs, seed 2 before seed 10, alone or as a job of a sweep; a
+    directory of seed runs without ``seeds.json`` (results/recipes/AGENT) stays a directory
+    of runs with every run in it."""
+    from marinenav.training.seeds import write_summary
+
+    sweep = tmp_path / "sweep"
+    job = sweep / "0"
+    seeds = [write_job(job / f"seed{seed}", "dqn", seed, [3]) for seed in (10, 2)]
+    (job / ".hydra").mkdir()
+    (job / ".hydra" / "config.yaml").write_text("seeds: [10, 2]\nagent:\n  name: dqn\n")
+    write_summary(job, [10, 2], {})  # written as the first seed starts
+    write_job(sweep / "1", "dqn", 0, [4])
+    assert expand_run_dirs([job]) == seeds[::-1]
+    assert expand_run_dirs([sweep]) == [*seeds[::-1], sweep / "1"]
+
+    recipes = tmp_path / "recipes"
+    runs = [write_job(recipes / name, "dqn", 0, [3]) for name in ("averaged_seed2", "seed0")]
+    assert expand_run_dirs([recipes]) == runs[::-1]  # seed0 first: seed<N> before other names
+
+
 def test_runs_table_of_a_sweep(sweep: Path, capsys) -> None:
     assert main(["runs", str(sweep), "--reps", "500"]) == 0
     lines = capsys.readouterr().out.splitlines()

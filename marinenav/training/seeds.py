@@ -8,9 +8,10 @@ sweeper optimises, so that every trial scores its values on the same seeds.
 
 Each ``seed<N>/`` is a complete run directory (its own config with ``seed=N``, checkpoint,
 evaluations, logs): ``evaluate``, ``export``, ``viz runs`` and ``resume`` read it as any run.
-The job directory holds ``seeds.json`` (each seed's final success and the mean) once every
-seed has finished. ``resume=true`` on the job directory resumes the seeds that have a
-checkpoint (a finished one returns its final evaluation at once) and starts the others.
+The job directory holds ``seeds.json``: the seeds, each finished seed's final success, and
+their mean once every seed has finished. ``resume=true`` on the job directory resumes the
+seeds that have a checkpoint (a finished one returns its final evaluation at once) and starts
+the others.
 """
 
 from __future__ import annotations
@@ -77,13 +78,18 @@ def seed_runs(cfg: DictConfig, run_dir: Path, requeued: bool = False) -> list[
     return runs
 
 
-def write_summary(run_dir: Path, finals: dict[int, dict[str, Any]]) -> float:
-    """Write ``seeds.json`` (each seed's final evaluation timestep and success rate, their mean)
-    in the job directory and return the mean."""
+def write_summary(
+    run_dir: Path, seeds: list[int], finals: dict[int, dict[str, Any]]
+) -> float | None:
+    """Write ``seeds.json`` in the job directory: the job's seeds, each finished seed's final
+    evaluation timestep and success rate, and their mean once every seed has finished (null
+    before). Written when the first seed starts and after each seed ends, so that the file also
+    marks the directory as a job of several seeds (``viz`` reads its ``seed<N>`` directories).
+    Returns the mean, or ``None`` while a seed is unfinished."""
     rates = {seed: float(final["eval/success_rate"]) for seed, final in finals.items()}
-    mean = sum(rates.values()) / len(rates)
+    mean = sum(rates.values()) / len(rates) if set(rates) == set(seeds) else None
     record = {
-        "seeds": list(rates),
+        "seeds": list(seeds),
         "final_success_rate": {str(seed): rate for seed, rate in rates.items()},
         "final_timestep": {str(seed): int(final["timestep"]) for seed, final in finals.items()},
         "mean_final_success_rate": mean,

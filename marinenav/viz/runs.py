@@ -5,6 +5,8 @@ A Hydra sweep (``python train.py -m ...``) writes one run directory per combinat
 sweeper, ``optimization_results.yaml``). :func:`expand_run_dirs` turns the paths a user names
 (run directories, sweep directories, or a shell glob such as ``SWEEP/*``) into run directories,
 so that ``python -m marinenav.viz curves SWEEP`` and ``... runs SWEEP`` take a sweep as it is.
+A job of several seeds (``seeds=[0,1,2]``, :mod:`marinenav.training.seeds`) is taken the same
+way: its directory becomes its ``seed<N>`` run directories, in seed order.
 
 ``python -m marinenav.viz runs DIR [DIR ...]`` prints :func:`runs_table`, one Markdown row per
 run: its agent and seed, the overrides it was started with (``.hydra/overrides.yaml``), the
@@ -17,6 +19,7 @@ killed before its first evaluation) gets a row saying so.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from marinenav.stats import format_rate
+from marinenav.training.seeds import SUMMARY_NAME
 from marinenav.viz.curves import EVALUATIONS_NAME, run_config
 from marinenav.viz.quality import LARGE_NAME, read_run
 
@@ -37,9 +41,21 @@ def is_run_dir(path: Path) -> bool:
     return path.is_dir() and any((path / marker).exists() for marker in RUN_MARKERS)
 
 
+def seed_job_runs(path: Path) -> list[Path]:
+    """The ``seed<N>`` run directories of a job of several seeds (a directory with
+    ``seeds.json``), in seed order; empty for any other directory."""
+    if not (path / SUMMARY_NAME).is_file():
+        return []
+    return sorted((p for p in path.glob("seed*") if is_run_dir(p)), key=_sweep_order)
+
+
 def _sweep_order(path: Path) -> tuple[int, int | str]:
-    """Hydra's job numbers in numeric order (2 before 10), other names after them."""
-    return (0, int(path.name)) if path.name.isdigit() else (1, path.name)
+    """Hydra's job numbers in numeric order (2 before 10), then a several-seed job's ``seed<N>``
+    in numeric order, other names after them."""
+    if path.name.isdigit():
+        return (0, int(path.name))
+    seed = re.fullmatch(r"seed(\d+)", path.name)
+    return (1, int(seed.group(1))) if seed else (2, path.name)
 
 
 def expand_run_dirs(paths: Sequence[str | Path]) -> list[Path]:
@@ -53,10 +69,14 @@ def expand_run_dirs(paths: Sequence[str | Path]) -> list[Path]:
             raise FileNotFoundError(f"run directory {path} does not exist")
         if not path.is_dir():
             continue  # multirun.yaml, optimization_results.yaml, ...
+        if (path / SUMMARY_NAME).is_file():  # a job of several seeds: its seeds' runs
+            runs.extend(seed_job_runs(path))
+            continue
         if is_run_dir(path):
             runs.append(path)
             continue
         inside = sorted((p for p in path.iterdir() if is_run_dir(p)), key=_sweep_order)
+        inside = [run for p in inside for run in (seed_job_runs(p) or [p])]
         if not inside:
             raise ValueError(
                 f"{path} is neither a run directory (no {EVALUATIONS_NAME}, checkpoint.pt, "
