@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from marinenav.training.checkpoint import checkpoint_path
 from marinenav.training.seeds import SUMMARY_NAME, write_summary
 from tests.run_utils import TINY, train_py
 
@@ -44,6 +45,10 @@ def test_each_seed_directory_is_the_run_of_that_seed_and_the_summary_their_mean(
     assert summary["final_timestep"] == {"3": 160, "5": 160}
     mean = (finals[3]["eval/success_rate"] + finals[5]["eval/success_rate"]) / 2
     assert summary["mean_final_success_rate"] == pytest.approx(mean)
+    # evaluate and export name a checkpoint through checkpoint_path: the job has none of its own
+    with pytest.raises(FileNotFoundError, match=f"job of several seeds: name one of its runs "
+                       f"\\({job / 'seed3'}, {job / 'seed5'}\\)"):  # fmt: skip
+        checkpoint_path(job)
 
 
 def test_a_sweep_trial_of_several_seeds_reports_their_mean(tmp_path: Path) -> None:

@@ -304,13 +304,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkpoint_path,
         load_agent,
     )
+    from marinenav.training.seeds import seed_job_hint
 
     if not args.run_dir.exists():
         parser.error(f"run directory {args.run_dir} does not exist")
     try:
         checkpoint_path(args.run_dir)
     except FileNotFoundError:
-        parser.error(f"no {CHECKPOINT_NAME} in {args.run_dir} (is it a training run directory?)")
+        hint = seed_job_hint(args.run_dir) or " (is it a training run directory?)"
+        parser.error(f"no {CHECKPOINT_NAME} in {args.run_dir}{hint}")
     if args.out is not None:
         problem = out_dir_problem(args.out)
         if problem:

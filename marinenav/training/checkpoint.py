@@ -115,11 +115,14 @@ def refuse_snapshot(path: str | Path, state: dict[str, Any]) -> None:
 
 def checkpoint_path(path: str | Path) -> Path:
     """The checkpoint file of a run directory (or the file itself); raises if missing."""
+    from marinenav.training.seeds import seed_job_hint  # imports this module
+
     path = Path(path)
+    hint = ""
     if path.is_dir():
-        path = path / CHECKPOINT_NAME
+        path, hint = path / CHECKPOINT_NAME, seed_job_hint(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
+        raise FileNotFoundError(f"no checkpoint at {path}{hint}")
     return path
 
 

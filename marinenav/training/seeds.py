@@ -96,3 +96,16 @@ def write_summary(
     }  # fmt: skip
     write_text(Path(run_dir) / SUMMARY_NAME, json.dumps(record, indent=2) + "\n")
     return mean
+
+
+def seed_job_hint(path: str | Path) -> str:
+    """For a message about a missing checkpoint: where ``path`` is the directory of a job of
+    several seeds, ``"; PATH is a job of several seeds: name one of its runs (PATH/seed0, ...)"``,
+    else ``""``."""
+    path = Path(path)
+    if not (path / SUMMARY_NAME).is_file():
+        return ""
+    runs = sorted(p.parent for p in path.glob(f"seed*/{CHECKPOINT_NAME}"))
+    runs.sort(key=lambda run: len(run.name))  # seed2 before seed10
+    names = ", ".join(map(str, runs)) or "none has a checkpoint yet"
+    return f"; {path} is a job of several seeds: name one of its runs ({names})"
