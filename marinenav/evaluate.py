@@ -42,7 +42,6 @@ from marinenav.encounters import encounter_records, format_encounters, own_and_t
 from marinenav.files import FileWriteError, check_writable, write_text
 from marinenav.keys import check_seed, device_named, dtype_named
 from marinenav.planner import PlannerLoadError, PlannerPolicy, planner_policy
-from marinenav.policy.selectors import QuantileSelector
 from marinenav.scenarios import LAYOUTS, make_layout
 from marinenav.sim import load_scenario_file
 from marinenav.stats import format_rate
@@ -93,11 +92,13 @@ def evaluate_agent(
 
 
 def act_at_cvar(agent: Agent, level: float) -> None:
-    """Make an agent that acts on quantiles (IQN) act on ``CVaR_level`` (its policy's fractions
-    ``tau ~ U(0, level)``) instead of its own ``agent.cvar_alpha``; ``ValueError`` for an agent
-    whose policy has no quantile selector or a level outside (0, 1]."""
-    if not isinstance(agent.policy.selector, QuantileSelector):
-        raise ValueError(f"--cvar is for IQN (quantile acting); this run's agent is {agent.name}")
+    """Make an agent that acts on a return distribution act on ``CVaR_level`` instead of its
+    own ``agent.cvar_alpha``: IQN (its policy's fractions ``tau ~ U(0, level)``) and Rainbow
+    (the lower ``level`` of its probabilities); ``ValueError`` for another agent or a level
+    outside (0, 1]."""
+    if not agent.policy.selector.acts_on_cvar:
+        raise ValueError(f"--cvar is for agents that act on a return distribution (IQN, "
+                         f"Rainbow); this run's agent is {agent.name}")  # fmt: skip
     agent.policy.set_cvar(level)
 
 
@@ -196,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iqn-taus", choices=("random", "midpoints"), default="random",
                         help="IQN planners: U(0,1) taus as the C++ planner, or fixed midpoints")
     parser.add_argument("--cvar", type=float, default=None,
-                        help="IQN planners and runs: act on the mean of the worst CVAR of returns "
-                             "(taus scaled to [0, CVAR]; default: a planner 1, the node's mean; "
+                        help="IQN and Rainbow planners and runs: act on the mean of the worst "
+                             "CVAR of returns (IQN: taus scaled to [0, CVAR]; Rainbow: the lower "
+                             "CVAR of its probabilities; default: a planner 1, the node's mean; "
                              "a run its agent.cvar_alpha)")
     parser.add_argument("--online", action="store_true",
                         help="a run that averaged its acting network's weights "

@@ -20,6 +20,7 @@ from marinenav.agents.rainbow import (
     RainbowAgent,
     RainbowConfig,
     RainbowNetwork,
+    lower_tail,
     project_distribution,
 )
 from marinenav.training.updater import Updater
@@ -289,6 +290,81 @@ def test_acting_eval_uses_mean_weights_and_exploring_resamples_noise() -> None:
         assert torch.equal(a, agent.network.expected_value(noisy).argmax(-1))
         assert not torch.allclose(noisy, mean)
     assert b.shape == (40,)
+
+
+def test_lower_tail_by_hand() -> None:
+    """The worst quarter of 0.1, 0.2, 0.3, 0.4 on 0, 1, 2, 3: 0.1 at 0 and 0.15 of the 0.2 at 1,
+    renormalised (CVaR 0.6); level 1 is the distribution itself, bit for bit; a level per row."""
+    probs = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
+    tail = lower_tail(probs, 0.25)
+    assert torch.allclose(tail, torch.tensor([0.4, 0.6, 0.0, 0.0], dtype=torch.float64))
+    assert float((tail * torch.arange(4.0, dtype=torch.float64)).sum()) == pytest.approx(0.6)
+    assert torch.equal(lower_tail(probs, 1.0), probs)
+    rows = torch.stack([probs, probs.flip(0)])  # [2, 4]
+    both = lower_tail(rows, torch.tensor([0.5, 1.0], dtype=torch.float64))
+    assert torch.allclose(both[0], torch.tensor([0.2, 0.4, 0.4, 0.0], dtype=torch.float64))
+    assert torch.equal(both[1], rows[1])
+
+
+def cvar_by_hand(probs: torch.Tensor, support: torch.Tensor, level: float) -> torch.Tensor:
+    """``CVaR_level`` of each categorical row ``[..., atoms]``, atom by atom in Python."""
+    flat = probs.reshape(-1, probs.shape[-1]).tolist()
+    values = []
+    for row in flat:
+        left, total = level, 0.0
+        for p, z in zip(row, support.tolist(), strict=True):
+            take = min(p, max(left, 0.0))
+            total, left = total + take * z, left - take
+        values.append(total / level)
+    return torch.tensor(values, dtype=probs.dtype).reshape(probs.shape[:-1])
+
+
+def test_acting_at_a_cvar_level_is_the_argmax_of_each_actions_lower_tail_mean() -> None:
+    """``agent.cvar_alpha=0.25``: the greedy action maximises the mean of the worst quarter of
+    each action's return distribution (computed atom by atom); it changes some choices against
+    the mean, and the exported planner (its probabilities the tail's, the planner's rule
+    unchanged) takes the same actions; ``--cvar`` on a planner file multiplies the levels."""
+    from marinenav.planner.load import PlannerPolicy
+
+    averse = RainbowAgent(RainbowConfig(cvar_alpha=0.25))
+    neutral = RainbowAgent()
+    obs = observation(64, torch.Generator().manual_seed(3))
+    td = TensorDict({("agents", k): v for k, v in obs.items()}, batch_size=[64])
+    with torch.no_grad():
+        probs = averse.network(*(obs[k] for k in OBS), noise=False).exp()
+    values = cvar_by_hand(probs, averse.network.support, 0.25)
+    with set_exploration_type(ExplorationType.DETERMINISTIC):
+        action = averse.policy(td.clone())["agents", "action"]
+        mean_action = neutral.policy(td.clone())["agents", "action"]
+    chosen = values.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(chosen, values.max(dim=-1).values, atol=1e-5)
+    assert not torch.equal(action, mean_action)
+
+    call = copy.deepcopy(averse.export_network()).double()  # as export copies it
+    state = tuple(obs[k].double() for k in OBS)
+    with torch.no_grad():
+        exported = call(state)
+    assert torch.allclose(exported.sum(-1), torch.ones(64, 25, dtype=torch.float64))
+    assert torch.equal(RainbowAgent.planner_action(exported), action)
+    assert averse.export_metadata()["cvar_alpha"] == 0.25
+
+    metadata = averse.export_metadata()
+    for level in (1.0, 0.5):
+        planner = PlannerPolicy(call, "rainbow", metadata, cvar=level)
+        acted = planner(td.clone())["agents", "action"]
+        values = cvar_by_hand(probs.double(), averse.network.support.double(), 0.25 * level)
+        picked = values.gather(-1, acted.unsqueeze(-1)).squeeze(-1)
+        assert torch.allclose(picked, values.max(dim=-1).values, atol=1e-9)
+
+
+def test_collection_has_its_own_level() -> None:
+    """``collect_cvar_alpha`` sets the level of the greedy action while exploring; evaluation
+    keeps ``cvar_alpha``; a level outside (0, 1] is refused."""
+    agent = RainbowAgent(RainbowConfig(cvar_alpha=0.25, collect_cvar_alpha=1.0))
+    assert float(agent.policy.cvar) == 0.25 and float(agent.policy.explore_cvar) == 1.0
+    for key, value in (("cvar_alpha", 0.0), ("cvar_alpha", 1.5), ("collect_cvar_alpha", 0.0)):
+        with pytest.raises(ValueError, match=key):
+            RainbowConfig(**{key: value})
 
 
 def test_learns_the_tiny_problem() -> None:

@@ -123,16 +123,18 @@ def test_pictures_of_the_first_episode(run_dir: Path, tmp_path: Path) -> None:
     assert len(frames) >= 2 and (tmp_path / "episode_000.gif").stat().st_size > 1000
 
 
-def test_cvar_makes_an_iqn_run_act_on_the_lower_tail(run_dir: Path, capsys) -> None:
-    """``--cvar`` on a run sets the level an IQN policy draws its fractions at; other agents
-    (here the DQN run) and levels outside (0, 1] are refused in one line, exit code 2."""
-    agent = make_agent("iqn")
-    act_at_cvar(agent, 0.25)
-    assert float(agent.policy.cvar) == 0.25
-    with pytest.raises(ValueError, match="must be in"):
-        act_at_cvar(agent, 0.0)
+def test_cvar_makes_an_iqn_or_rainbow_run_act_on_the_lower_tail(run_dir: Path, capsys) -> None:
+    """``--cvar`` on a run sets the level an IQN policy draws its fractions at, and a Rainbow
+    policy's tail; other agents (here the DQN run) and levels outside (0, 1] are refused in one
+    line, exit code 2."""
+    for name in ("iqn", "rainbow"):
+        agent = make_agent(name)
+        act_at_cvar(agent, 0.25)
+        assert float(agent.policy.cvar) == 0.25
+        with pytest.raises(ValueError, match="must be in"):
+            act_at_cvar(agent, 0.0)
     assert main([str(run_dir), "--cvar", "0.5", "--max-steps", "30"]) == 2
-    assert "--cvar is for IQN" in capsys.readouterr().err
+    assert "--cvar is for agents that act on a return distribution" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -167,7 +167,7 @@ def test_a_cvar_level_scales_the_taus_the_caller_feeds() -> None:
     for level in (0.0, 1.5):
         with pytest.raises(ValueError, match="cvar must be in"):
             planner_policy(path, cvar=level)
-    with pytest.raises(ValueError, match="cvar is for quantile planners"):
+    with pytest.raises(ValueError, match="cvar is for planners of a return distribution"):
         planner_policy(PRETRAINED / "traced_DQN_model.pt", cvar=0.5)
 
 

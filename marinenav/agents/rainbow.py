@@ -35,7 +35,11 @@ hard copy when the trainer copies (TorchRL's ``HardUpdate``; parameters only, no
 buffers). Acting (:class:`DistributionalSelector`):
 ``argmax_a sum_z z p(s, a)``; exploring, the noise is resampled from the policy's generator at
 every call (one noise sample for the whole batch of robots) and the ``PolicyWrapper`` adds
-epsilon-greedy on top; evaluation (``explore=False``) uses the mean weights.
+epsilon-greedy on top; evaluation (``explore=False``) uses the mean weights. Below
+``cvar_alpha = 1`` the agent acts on ``CVaR_alpha`` of each action's return distribution, the
+mean of its lowest ``alpha`` of probability mass (:func:`lower_tail`; ``collect_cvar_alpha``
+gives collection its own level, as IQN's), and the exported planner's probabilities are that
+tail's, renormalised, so that the planner's rule (the argmax of ``sum_z z p``) acts on it.
 
 Hyperparameters (:class:`RainbowConfig`): 51 atoms, support ``[-75, 50]``, noisy
 ``std_init = 0.05``, ``n = 3``, gamma 0.99, priority exponent 0.5, importance exponent
@@ -107,13 +111,20 @@ class RainbowConfig(AgentConfig):
     n_step: int = 3  # n of the n-step returns (default discount gamma ** n_step)
     priority_exponent: float = 0.5  # priorities are loss ** priority_exponent
     importance_beta: float = 0.4  # importance-sampling exponent of the replay (fixed)
+    cvar_alpha: float = 1.0  # act on CVaR_alpha of the return distribution; 1: the mean
+    # the level of the greedy action while collecting in training; null: cvar_alpha
+    collect_cvar_alpha: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_options(
             self, counts=("n_step",), finite=("v_min", "v_max"), non_negative=("noisy_std",),
-            unit_interval=("priority_exponent", "importance_beta"),
+            positive=("cvar_alpha",),
+            unit_interval=("priority_exponent", "importance_beta", "cvar_alpha"),
         )  # fmt: skip
+        level = self.collect_cvar_alpha
+        if level is not None and not 0.0 < level <= 1.0:
+            raise ValueError(f"agent.collect_cvar_alpha must be in (0, 1] or null, got {level}")
         if self.atoms < 2:
             raise ValueError(f"agent.atoms must be at least 2, got {self.atoms}")
         if not self.v_max > self.v_min:
@@ -236,6 +247,20 @@ class RainbowNetwork(nn.Module):
                 module.reset_noise(generator)
 
 
+def lower_tail(probs: torch.Tensor, level: torch.Tensor | float) -> torch.Tensor:
+    """The lowest ``level`` of each categorical distribution's probability mass, renormalised:
+    ``probs`` ``[..., atoms]`` over a support in increasing order, ``level`` in (0, 1] (a float
+    or a tensor broadcasting against ``probs[..., 0]``) -> ``[..., atoms]``, each row summing to
+    1, whose mean on the support is ``CVaR_level`` (the mean of the worst ``level`` of
+    outcomes). An atom straddling the level keeps the part below it. Exact (``probs`` itself)
+    where ``level`` is 1; no host read-back."""
+    level = torch.as_tensor(level, dtype=probs.dtype, device=probs.device)
+    level = level.unsqueeze(-1) if level.dim() else level
+    below = probs.cumsum(dim=-1)  # mass at or below each atom
+    tail = below.clamp(max=level) - (below - probs).clamp(max=level)
+    return torch.where(level >= 1.0, probs, tail / level)
+
+
 def project_distribution(
     probs: torch.Tensor,
     target_support: torch.Tensor,
@@ -340,7 +365,8 @@ class RainbowLoss(LossModule):
 
 
 class DistributionalSelector(ActionSelector):
-    """``argmax_a sum_z z p(s, a)`` of a :class:`RainbowNetwork`.
+    """``argmax_a sum_z z p(s, a)`` of a :class:`RainbowNetwork`, at ``cvar`` ``[N]`` below 1 on
+    the distribution's lower tail (:func:`lower_tail`: ``CVaR_cvar`` instead of the mean).
 
     Exploring (``explore=True``), the network's noise is resampled from ``generator`` at every
     call (one noise sample shared by the whole batch) and the noisy weights are used; otherwise
@@ -349,6 +375,7 @@ class DistributionalSelector(ActionSelector):
     """
 
     action_kind = "discrete"
+    acts_on_cvar = True
 
     def __init__(self, network: RainbowNetwork) -> None:
         super().__init__()
@@ -358,19 +385,23 @@ class DistributionalSelector(ActionSelector):
         if explore:
             self.network.reset_noise(generator)
         log_probs = self.network(self_state, objects, objects_mask, noise=bool(explore))
-        return self.network.expected_value(log_probs).argmax(dim=-1)
+        probs = lower_tail(log_probs.exp(), cvar.unsqueeze(-1))  # [N, 25, atoms]
+        return (probs * self.network.support.to(probs.dtype)).sum(dim=-1).argmax(dim=-1)
 
 
 class MeanProbabilities(nn.Module):
     """Atom probabilities ``[..., 25, atoms]`` of a :class:`RainbowNetwork` with the noisy
-    layers' mean weights (what the exported planner computes)."""
+    layers' mean weights (what the exported planner computes); below ``cvar_alpha = 1`` those
+    of the lower tail (:func:`lower_tail`), so that the planner's rule acts on CVaR."""
 
-    def __init__(self, network: RainbowNetwork) -> None:
+    def __init__(self, network: RainbowNetwork, cvar_alpha: float = 1.0) -> None:
         super().__init__()
         self.network = network
+        self.register_buffer("cvar_alpha", torch.tensor(float(cvar_alpha)))
 
     def forward(self, self_state, objects, objects_mask) -> torch.Tensor:
-        return self.network(self_state, objects, objects_mask, noise=False).exp()
+        probs = self.network(self_state, objects, objects_mask, noise=False).exp()
+        return lower_tail(probs, self.cvar_alpha.to(probs.dtype))
 
 
 @functools.cache
@@ -389,7 +420,8 @@ class RainbowAgent(Agent):
     config_class = RainbowConfig
     model_type = "Rainbow"  # the original ships no Rainbow file: its trainer's spelling
     export_outputs = ("probabilities",)
-    planner_options = ("v_min", "v_max")  # the support, recorded by export_metadata
+    # the support, recorded by export_metadata; and a caller's CVaR level (PlannerPolicy)
+    planner_options = ("v_min", "v_max", "cvar")
     cudagraph_update = False  # the update noise comes from noise_generator, not the default one
 
     def __init__(self, config: RainbowConfig | None = None) -> None:
@@ -404,6 +436,8 @@ class RainbowAgent(Agent):
             priority_exponent=cfg.priority_exponent,
         )  # fmt: skip
         self.policy = PolicyWrapper(DistributionalSelector(self.network), seed=cfg.seed)
+        # the level the agent acts at, and the one its greedy action uses while collecting
+        self.policy.set_cvar(cfg.cvar_alpha, exploring=cfg.collect_cvar_alpha)
         self._noise_seed = cfg.seed + 1  # the update noise stream, apart from the policy's
         self._generators: dict[torch.device, torch.Generator] = {}
 
@@ -444,8 +478,9 @@ class RainbowAgent(Agent):
         return TensorDict({"loss_q": losses["loss"], "priority": losses["priority"]})
 
     def export_network(self) -> PlannerCall:
-        """Atom probabilities ``(N, 25, atoms)`` with the mean weights (no noise)."""
-        return PlannerCall(MeanProbabilities(self.network))
+        """Atom probabilities ``(N, 25, atoms)`` with the mean weights (no noise), of the lower
+        tail at ``agent.cvar_alpha`` below 1."""
+        return PlannerCall(MeanProbabilities(self.network, self.config.cvar_alpha))
 
     @classmethod
     def export_output_shapes(cls) -> tuple[tuple[int | None, ...], ...]:
@@ -453,9 +488,11 @@ class RainbowAgent(Agent):
         return ((NUM_DISCRETE_ACTIONS, None),)
 
     def export_metadata(self) -> dict[str, Any]:
-        """The support the planner needs: ``atoms``, ``v_min``, ``v_max``."""
+        """The support the planner needs: ``atoms``, ``v_min``, ``v_max``; and, for the record,
+        the CVaR level the file's probabilities already hold (``cvar_alpha``)."""
         network = self.network
-        return {"atoms": int(network.atoms), "v_min": network.v_min, "v_max": network.v_max}
+        return {"atoms": int(network.atoms), "v_min": network.v_min, "v_max": network.v_max,
+                "cvar_alpha": self.config.cvar_alpha}  # fmt: skip
 
     @classmethod
     def planner_action(
@@ -464,11 +501,16 @@ class RainbowAgent(Agent):
         *,
         v_min: float = RainbowConfig.v_min,
         v_max: float = RainbowConfig.v_max,
+        cvar: float = 1.0,
         **options: Any,
     ) -> torch.Tensor:
         """Argmax of ``sum_z z p`` on the support ``linspace(v_min, v_max, atoms)`` (default
-        this repo's [-75, 50]; the original planner's is [-1, 1])."""
+        this repo's [-75, 50]; the original planner's is [-1, 1]); ``cvar`` below 1 on the
+        lower tail of the file's probabilities (:func:`lower_tail`; a file exported at
+        ``agent.cvar_alpha`` holds a tail already, so the levels multiply)."""
         probs = planner_output(outputs)
+        if cvar != 1.0:
+            probs = lower_tail(probs, cvar)
         support = _planner_support(float(v_min), float(v_max), probs.shape[-1], probs.dtype)
         return (probs * support.to(probs.device)).sum(dim=-1).argmax(dim=-1)
 
@@ -481,5 +523,6 @@ __all__ = [
     "RainbowConfig",
     "RainbowLoss",
     "RainbowNetwork",
+    "lower_tail",
     "project_distribution",
 ]

@@ -312,8 +312,9 @@ class PlannerPolicy(TensorDictModuleBase):
         cvar: the caller's CVaR level in (0, 1]: the fractions it feeds (random or midpoints)
             are scaled to ``[0, cvar]``, so a quantile planner acts on the mean of the worst
             ``cvar`` of its return distribution (the original's ``cvar`` parameter, which its
-            node leaves at 1, the default); only for planners with a ``taus`` input. A file
-            exported with ``agent.cvar_alpha`` scales once more inside.
+            node leaves at 1, the default); a categorical planner (Rainbow) acts on the lower
+            ``cvar`` of its probabilities. Only for these two. A file exported with
+            ``agent.cvar_alpha`` holds that level already; the two multiply.
         seed: seed of the policy's random stream (taus, then noise), drawn in flat batch
             order.
         in_keys: keys of ``(self_state [..., 7], objects [..., 5, 5], objects_mask [..., 5])``.
@@ -355,12 +356,17 @@ class PlannerPolicy(TensorDictModuleBase):
         if unknown:
             raise ValueError(f"planner input {unknown[0]!r} of {self.agent_type} is not supported")
         check_cvar(cvar)
-        if cvar != 1.0 and "taus" not in self.agent_class.export_extra_inputs:
-            raise ValueError(f"cvar is for quantile planners (a taus input); {self.agent_type} "
-                             "has none")  # fmt: skip
+        # a quantile planner takes the level through its fractions, a categorical one's rule
+        # as an option (Rainbow: the lower tail of its probabilities)
+        takes_cvar = "cvar" in self.agent_class.planner_options
+        if cvar != 1.0 and "taus" not in self.agent_class.export_extra_inputs and not takes_cvar:
+            raise ValueError(f"cvar is for planners of a return distribution (IQN's quantiles, "
+                             f"Rainbow's probabilities); {self.agent_type} has none")  # fmt: skip
         self.cvar = float(cvar)
         self.metadata = dict(metadata or {})
         self.action_options = rule_options(self.agent_class, self.metadata)
+        if takes_cvar:
+            self.action_options["cvar"] = self.cvar
         # a sampling rule gets standard-normal noise shaped like the first output
         self.sample_noise = sac_action == "sample" and "noise" in self.agent_class.planner_options
         self.sac_action = sac_action

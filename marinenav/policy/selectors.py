@@ -27,6 +27,8 @@ class ActionSelector(nn.Module):
     """Base class; subclasses set ``action_kind`` and implement ``forward``."""
 
     action_kind: ClassVar[Literal["discrete", "continuous"]]
+    # whether the selector reads its ``cvar`` level (one acting on a return distribution)
+    acts_on_cvar: ClassVar[bool] = False
 
     def forward(
         self,
@@ -98,6 +100,7 @@ class QuantileSelector(ActionSelector):
     """
 
     action_kind = "discrete"
+    acts_on_cvar = True
 
     def __init__(self, network: ImplicitQuantileNetwork, num_tau: int = 32) -> None:
         super().__init__()
