@@ -411,3 +411,27 @@ def test_checkpoint_state_restores_the_noise_stream() -> None:
     restored_updater.load_state_dict(learned)
     loss = restored_updater.update(training_batch(16, "discrete"))["loss_q"]
     torch.testing.assert_close(loss, expected, rtol=0, atol=0)
+
+
+def test_acting_on_cvar_only_outside_collection_leaves_training_as_it_was(tmp_path) -> None:
+    """A tiny run with ``cvar_alpha=0.25, collect_cvar_alpha=1`` learns exactly what the
+    risk-neutral run learns (collection, replay and updates alike): only its evaluations and
+    planner act on the tail, so a run trained risk neutral and scored with ``evaluate --cvar
+    0.25`` is the same run. Collecting at 0.25 as well changes what it learns."""
+    from marinenav.training.trainer import Trainer
+    from tests.run_utils import tiny_config
+
+    networks = {}
+    runs = {"neutral": (), "averse": ("agent.cvar_alpha=0.25", "agent.collect_cvar_alpha=1"),
+            "collecting_averse": ("agent.cvar_alpha=0.25",)}  # fmt: skip
+    for name, overrides in runs.items():
+        trainer = Trainer(tiny_config("agent=rainbow", *overrides), tmp_path / name)
+        trainer.train()
+        assert trainer.updates > 0
+        networks[name] = trainer.agent.network.state_dict()
+
+    def same(a: str, b: str) -> bool:
+        return all(torch.equal(networks[a][key], networks[b][key]) for key in networks[a])
+
+    assert same("neutral", "averse")
+    assert not same("neutral", "collecting_averse")  # the level reaches collection there
