@@ -4,6 +4,7 @@ network, and that a killed run resumes it exactly."""
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -184,3 +185,43 @@ def test_averaging_evaluated_snapshots_after_the_fact_gives_the_runs_own_average
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert refused.returncode != 0 and "holds 2 evaluated snapshots" in refused.stderr
+
+
+def test_export_online_at_a_cvar_level_writes_the_online_networks_tail(
+        tmp_path: Path, capsys) -> None:  # fmt: skip
+    """``export --online --cvar 0.25`` of a Rainbow run that averaged: the file's probabilities
+    are the online network's lower quarter (renormalised), its record says the level; without
+    ``--online`` the file is the average's; ``--cvar`` on an agent without a return
+    distribution and ``--online`` on a run without an average are refused in one line."""
+    from marinenav.agents.rainbow import lower_tail
+    from marinenav.planner.export import main as export_main
+    from marinenav.planner.load import load_planner
+
+    run = tmp_path / "run"
+    Trainer(tiny_config("agent=rainbow", *AVERAGED), run).train()
+    online = [str(run), "--online", "--cvar", "0.25", "--out", str(tmp_path / "o")]
+    assert export_main(online) == 0
+    assert export_main([str(run), "--out", str(tmp_path / "a")]) == 0
+    gen = torch.Generator().manual_seed(5)
+    state = (torch.randn(6, 7, generator=gen, dtype=torch.float64) * 5,
+             torch.randn(6, 5, 5, generator=gen, dtype=torch.float64) * 5,
+             (torch.rand(6, 5, generator=gen) < 0.6).double())  # fmt: skip
+    for directory, average, level in (("o", False, 0.25), ("a", True, 1.0)):
+        path = tmp_path / directory / "traced_Rainbow_model.pt"
+        module, agent_type, metadata = load_planner(path)
+        assert agent_type == "rainbow" and metadata["cvar_alpha"] == level
+        agent, _ = load_agent(run, average=average)
+        network = copy.deepcopy(agent.network).double()
+        with torch.no_grad():
+            expected = lower_tail(network(*state, noise=False).exp(), level)
+            torch.testing.assert_close(module(state), expected, rtol=1e-12, atol=1e-12)
+
+    dqn = tmp_path / "dqn"
+    Trainer(tiny_config("agent=dqn"), dqn).train()
+    for arguments, message in (([str(dqn), "--cvar", "0.5"], "--cvar is for agents that act"),
+                               ([str(dqn), "--online"], "holds no weight average")):  # fmt: skip
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            export_main([*arguments, "--out", str(tmp_path / "x")])
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

@@ -254,8 +254,10 @@ def lower_tail(probs: torch.Tensor, level: torch.Tensor | float) -> torch.Tensor
     1, whose mean on the support is ``CVaR_level`` (the mean of the worst ``level`` of
     outcomes). An atom straddling the level keeps the part below it. Exact (``probs`` itself)
     where ``level`` is 1; no host read-back."""
-    level = torch.as_tensor(level, dtype=probs.dtype, device=probs.device)
-    level = level.unsqueeze(-1) if level.dim() else level
+    if isinstance(level, torch.Tensor):
+        level = level.to(probs.dtype).unsqueeze(-1) if level.dim() else level.to(probs.dtype)
+    else:
+        level = torch.tensor(float(level), dtype=probs.dtype, device=probs.device)
     below = probs.cumsum(dim=-1)  # mass at or below each atom
     tail = below.clamp(max=level) - (below - probs).clamp(max=level)
     return torch.where(level >= 1.0, probs, tail / level)

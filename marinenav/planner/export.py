@@ -72,6 +72,7 @@ from marinenav.planner.convention import (
     planner_inputs,
 )
 from marinenav.planner.elementary_atan import ElementaryAtan
+from marinenav.policy.wrapper import check_cvar
 
 # --- exported modules ---------------------------------------------------------------------------
 
@@ -293,7 +294,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--onnx", action="store_true", help="also write ONNX (adds onnx to --format)"
     )
+    parser.add_argument(
+        "--online", action="store_true",
+        help="a run that averaged its acting network's weights (training.policy_average_start): "
+        "export the online network its last checkpoint keeps, not the average (no best/)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cvar", type=float, default=None,
+        help="IQN and Rainbow: the planner acts on CVaR_CVAR of its return distribution instead "
+        "of the run's agent.cvar_alpha (the file holds the level; the node's call is unchanged)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.cvar is not None:
+        try:
+            check_cvar(args.cvar)
+        except ValueError as error:
+            parser.error(f"--cvar: {error}")
     formats = list(dict.fromkeys(args.formats or ["torchscript"]))
     if args.onnx and "onnx" not in formats:
         formats.append("onnx")
@@ -334,13 +350,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out if args.out is not None else args.run_dir
     # the last checkpoint, and the best evaluated agent (best/, written by the trainer) beside it
     sources = [(args.run_dir, out)]
-    if (args.run_dir / BEST_DIR / CHECKPOINT_NAME).is_file():
+    if (args.run_dir / BEST_DIR / CHECKPOINT_NAME).is_file() and not args.online:
         sources.append((args.run_dir / BEST_DIR, out / BEST_DIR))
     for source, target in sources:
         try:
-            agent, _ = load_agent(source, device="cpu")
+            agent, _ = load_agent(source, device="cpu", average=not args.online)
         except ValueError as error:  # a truncated or corrupt checkpoint: one line naming it
             parser.error(str(error))
+        if args.cvar is not None:
+            if not agent.policy.selector.acts_on_cvar:
+                parser.error(f"--cvar is for agents that act on a return distribution (IQN, "
+                             f"Rainbow); this run's agent is {agent.name}")  # fmt: skip
+            agent.config.cvar_alpha = args.cvar  # what export_network and the record read
         for fmt in formats:
             try:
                 path = EXPORTERS[fmt](agent, target / export_file_name(agent.name, fmt))
