@@ -102,6 +102,7 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     r = rainbow.agent
     assert (r.lr, r.n_step, r.gamma, r.v_min, r.v_max, r.atoms) == (3e-4, 3, 0.995, -100, 60, 51)
     assert r.normalize_observations and rainbow.training.total_timesteps == 480_000
+    assert (r.cvar_alpha, r.collect_cvar_alpha) == (0.25, 1.0)  # acts on the tail, collects not
     # the recipe picks its curriculum and the agent's part; the command line overrides both
     assert list(default.curriculum.timesteps) != list(stage0.curriculum.timesteps) == [0]
     assert stage0.agent.n_step == 1
