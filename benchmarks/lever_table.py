@@ -16,12 +16,15 @@ seed present on one side only is refused. Per lever it prints one Markdown row:
   seed gives none);
 * the mean span of the last four kept checkpoints on each side (the issue's steadiness).
 
-The large-set evaluations are ``large/<timestep>.json``, read with ``benchmarks/recipe_table.py``.
+The large-set evaluations are ``large/<timestep>.json``, read with ``benchmarks/recipe_table.py``;
+a directory with none (a planner scored by itself, e.g. ``results/recipes/rainbow/cvar0.25/``)
+gives its ``evaluation_large.json``, one evaluation and no span.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -48,6 +51,10 @@ def last_and_span(run: Path) -> tuple[tuple[int, int], float | None]:
     """The last checkpoint's large-set ``(successes, episodes)`` and the span (max - min) of the
     success rates of the last ``KEPT`` kept checkpoints (``None`` for a run with fewer
     large-set evaluations, e.g. one derived from another run's last checkpoint)."""
+    if not any(path.stem.isdigit() for path in (run / "large").glob("*.json")):
+        single = run / "evaluation_large.json"
+        if single.is_file():  # one collected evaluation, no checkpoints to span
+            return successes(json.loads(single.read_text())), None
     counts = [successes(metrics) for metrics in large_evaluations(run).values()][-KEPT:]
     rates = [s / n for s, n in counts]
     return counts[-1], (max(rates) - min(rates)) if len(rates) == KEPT else None

@@ -55,6 +55,10 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
   --lever "DQN: the weight average over the last third, from 533,333 (vs its last network), the fast part" \
     "$(seeds results/recipes/dqn/averaged_seed 2 3 4)" "$(seeds results/recipes/dqn/seed 2 3 4)" \
   --lever "Rainbow: the weight average over the last stage (vs its last network), the fast part" \
-    results/recipes/rainbow/averaged_seed2 results/recipes/rainbow/seed2 \
+    "$(seeds results/recipes/rainbow/averaged_seed 2 3 4)" "$(seeds results/recipes/rainbow/seed 2 3 4)" \
+  --lever "IQN: the weight average over the last third, from 533,333 (vs its last network), the fast part" \
+    "$(seeds results/recipes/iqn/averaged_seed 2 3 4)" "$(seeds results/recipes/iqn/seed 2 3 4)" \
+  --lever "Rainbow: acting on CVaR 0.25 (vs the mean), the fast part's last networks as planners (float64, noise seed 253)" \
+    "$(seeds results/recipes/rainbow/cvar0.25/seed 0 1 2 3 4)" "$(seeds results/recipes/rainbow/cvar0.25/mean_seed 0 1 2 3 4)" \
   --lever "DDPG: 480k (vs 800k)" \
     results/recipes/ddpg/seed0 results/recipes/ddpg/candidates/800k_seed0
