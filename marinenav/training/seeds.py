@@ -36,6 +36,12 @@ def seed_directory(run_dir: Path, seed: int) -> Path:
     return Path(run_dir) / f"seed{seed}"
 
 
+def seed_directories(run_dir: str | Path) -> list[Path]:
+    """The ``seed<N>`` directories inside ``run_dir``, in seed order (seed2 before seed10)."""
+    found = [path for path in Path(run_dir).glob("seed*") if path.name[4:].isdigit()]
+    return sorted(found, key=lambda path: int(path.name[4:]))
+
+
 def check_seeds(seeds: Any) -> list[int]:
     """``seeds`` as a list of distinct valid seeds; :class:`ConfigError` (one line) else."""
     if not isinstance(seeds, (list, tuple, ListConfig)) or len(seeds) == 0:
@@ -105,7 +111,6 @@ def seed_job_hint(path: str | Path) -> str:
     path = Path(path)
     if not (path / SUMMARY_NAME).is_file():
         return ""
-    runs = sorted(p.parent for p in path.glob(f"seed*/{CHECKPOINT_NAME}"))
-    runs.sort(key=lambda run: len(run.name))  # seed2 before seed10
+    runs = [run for run in seed_directories(path) if (run / CHECKPOINT_NAME).is_file()]
     names = ", ".join(map(str, runs)) or "none has a checkpoint yet"
     return f"; {path} is a job of several seeds: name one of its runs ({names})"

@@ -27,7 +27,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from marinenav.stats import format_rate
-from marinenav.training.seeds import SUMMARY_NAME
+from marinenav.training.seeds import SUMMARY_NAME, seed_directories
 from marinenav.viz.curves import EVALUATIONS_NAME, run_config
 from marinenav.viz.quality import LARGE_NAME, read_run
 
@@ -46,7 +46,7 @@ def seed_job_runs(path: Path) -> list[Path]:
     ``seeds.json``), in seed order; empty for any other directory."""
     if not (path / SUMMARY_NAME).is_file():
         return []
-    return sorted((p for p in path.glob("seed*") if is_run_dir(p)), key=_sweep_order)
+    return [run for run in seed_directories(path) if is_run_dir(run)]
 
 
 def _sweep_order(path: Path) -> tuple[int, int | str]:
