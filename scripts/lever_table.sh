@@ -60,5 +60,9 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
     "$(seeds results/recipes/iqn/averaged_seed 2 3 4)" "$(seeds results/recipes/iqn/seed 2 3 4)" \
   --lever "Rainbow: acting on CVaR 0.25 (vs the mean), the fast part's last networks as planners (float64, noise seed 253)" \
     "$(seeds results/recipes/rainbow/cvar0.25/seed 0 1 2 3 4)" "$(seeds results/recipes/rainbow/cvar0.25/mean_seed 0 1 2 3 4)" \
+  --lever "IQN: collecting on the mean (vs on CVaR 0.25 too), acting on CVaR 0.25, the fast part (its recipe since 2026-11-27)" \
+    "$(seeds results/recipes/iqn/collect_mean/seed 0 1 2 3 4)" "$(seeds results/recipes/iqn/seed 0 1 2 3 4)" \
+  --lever "IQN collecting on the mean: acting on CVaR 0.25 (vs the mean), the same last networks" \
+    "$(seeds results/recipes/iqn/collect_mean/seed 0 1 2 3 4)" "$(seeds results/recipes/iqn/collect_mean/mean_seed 0 1 2 3 4)" \
   --lever "DDPG: 480k (vs 800k)" \
     results/recipes/ddpg/seed0 results/recipes/ddpg/candidates/800k_seed0

@@ -87,6 +87,7 @@ def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     assert (default.agent.gamma, td3.agent.gamma) == (0.995, 0.99)  # AC-IQN's longer horizon
     iqn = compose_config("agent=iqn").agent  # conf/recipe_agent/fast_iqn.yaml
     assert (iqn.lr, iqn.n_step, iqn.gamma, iqn.cvar_alpha) == (3e-4, 3, 0.995, 0.25)
+    assert iqn.collect_cvar_alpha == 1.0  # acts on the tail, collects on the mean (as Rainbow)
     assert iqn.normalize_observations
     dqn = compose_config("agent=dqn").agent  # conf/recipe_agent/fast_dqn.yaml
     assert (dqn.lr, dqn.n_step, dqn.gamma, dqn.double_q) == (3e-4, 3, 0.995, True)
