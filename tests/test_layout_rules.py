@@ -375,3 +375,46 @@ def test_a_mixs_bow_crossing_term_in_the_simulator() -> None:
     assert total[1] == -5.0 and total[5] == -10.0 and total[3] == 0.0
     with pytest.raises(ValueError, match="scenario.bow_crossing_penalty must be >= 0"):
         make_layout("mix", {**MIX, "bow_crossing_penalty": -1.0})
+
+
+def test_the_bow_crossing_events_range() -> None:
+    """``within`` sets how far from the crossed vessel the event counts: a crossing 25 m ahead
+    of a give-way target costs nothing at the default 20 m and the weight at 30 m; a range
+    that is not positive is refused."""
+    from marinenav.scenarios.give_way import bow_crossing_penalty
+
+    scenario, events = _crossing((4.0, 0.0), (6.0, 0.0), (5.0, 25.0), -1.5708)
+    assert bow_crossing_penalty(scenario, events, 5.0).tolist() == [[0, 0]]
+    assert bow_crossing_penalty(scenario, events, 5.0, within=30.0).tolist() == [[-5.0, 0]]
+    with pytest.raises(ValueError, match="range must be > 0 m"):
+        bow_crossing_penalty(scenario, events, 5.0, within=0.0)
+
+
+def test_a_racing_own_ship_escapes_the_20_m_event_but_not_a_40_m_one() -> None:
+    """Own ships that speed up for three steps and hold on reach the meeting point well before
+    the targets and cross every give-way target's course line more than 20 m ahead of it (as
+    trained navigators do, docs/results.md): the mix's event at its default range never fires;
+    with ``bow_crossing_range=40`` it fires once per give-way target crossed (case 2: one,
+    case 6: two, case 14: three) and never for a stand-on target (case 4) or an overtaken one
+    (case 3), nor in case 13 (a head-on target passed port to port, two stand-on targets)."""
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    totals = {}
+    for within in (20.0, 40.0):
+        mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
+               "bow_crossing_penalty": 5.0, "cross_ahead_of": "traffic",
+               "bow_crossing_range": within}  # fmt: skip
+        sim = MarineNavSimulator.from_scenarios(
+            scenarios, "continuous", dtype=F64, layout=make_layout("mix", mix)
+        )
+        total = torch.zeros(22, dtype=F64)
+        for step in range(60):
+            r = sim.step(torch.full((22, 4, 2), 1.0 if step < 3 else 0.0, dtype=F64))
+            total += r.reward_terms[:, 0, -1]
+        totals[within] = total
+    assert totals[20.0].eq(0).all()
+    far = totals[40.0]
+    assert (far[1], far[5], far[13]) == (-5.0, -10.0, -15.0)
+    assert (far[3], far[2], far[12]) == (0.0, 0.0, 0.0)
+    for bad in (0.0, -1.0, True):
+        with pytest.raises(ValueError, match="scenario.bow_crossing_range must be > 0 m"):
+            make_layout("mix", {**MIX, "bow_crossing_range": bad})

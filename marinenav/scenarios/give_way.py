@@ -54,26 +54,35 @@ def _side_and_ahead(pos: Tensor, theta: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def bow_crossing_penalty(
-    scenario: Scenario, events: StepEvents, weight: float, against: str = "any"
+    scenario: Scenario,
+    events: StepEvents,
+    weight: float,
+    against: str = "any",
+    within: float = ENCOUNTER_RANGE,
 ) -> Tensor:
     """``[E, R]``: ``-weight`` for a policy vessel on the step on which it crosses another
     vessel's course line ahead of that vessel's beam, from its port side to its starboard side,
-    within :data:`~marinenav.encounters.ENCOUNTER_RANGE` after the step: it crossed the bow of a
-    vessel that had it on its port side, i.e. of one it had to keep out of the way of (rule 15;
-    in a head-on meeting, a turn to port across the other's bow). Once per crossing (the step of
-    the sign change), summed over the vessels crossed; 0 elsewhere. Passing astern, crossing a
-    stand-on vessel's bow the other way, or farther than the range costs nothing.
+    less than ``within`` metres from it after the step (default
+    :data:`~marinenav.encounters.ENCOUNTER_RANGE`, the perception range): it crossed the bow of
+    a vessel that had it on its port side, i.e. of one it had to keep out of the way of (rule
+    15; in a head-on meeting, a turn to port across the other's bow). Once per crossing (the
+    step of the sign change), summed over the vessels crossed; 0 elsewhere. Passing astern,
+    crossing a stand-on vessel's bow the other way, or farther than ``within`` costs nothing.
 
-    ``against`` as in :func:`cross_ahead_penalty`. Needs ``events.pos_before`` and
-    ``events.theta_before`` (the simulator gives them).
+    ``against`` as in :func:`cross_ahead_penalty`. ``within`` may exceed the perception range:
+    a ship that outruns a give-way target sees it while it closes and crosses its course line
+    later, farther off. Needs ``events.pos_before`` and ``events.theta_before`` (the simulator
+    gives them).
     """
     if events.pos_before is None or events.theta_before is None:
         raise ValueError("bow_crossing_penalty needs events.pos_before and events.theta_before")
+    if not within > 0:
+        raise ValueError(f"bow_crossing_penalty's range must be > 0 m, got {within!r}")
     pairs = _pairs(scenario, events, against)
     side_before, _ = _side_and_ahead(events.pos_before, events.theta_before)
     side, ahead = _side_and_ahead(events.pos, events.theta)
     distance = torch.hypot(side, ahead)  # the two components of the same offset, m
-    crossed = (side_before < 0) & (side >= 0) & (ahead > 0) & (distance < ENCOUNTER_RANGE)
+    crossed = (side_before < 0) & (side >= 0) & (ahead > 0) & (distance < within)
     count = (crossed & pairs).sum(dim=2)  # [E, R]
     return count.to(events.theta.dtype) * -weight
 

@@ -12,7 +12,8 @@ conditions) apply to its episodes only. The curriculum clock reaches every part,
 
 Two rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
 give-way term of :mod:`marinenav.scenarios.give_way` per step, and ``bow_crossing_penalty``, its
-event (once, on the step a vessel crosses the bow of one it must keep out of the way of); both
+event (once, on the step a vessel crosses the bow of one it must keep out of the way of, less
+than ``bow_crossing_range`` m from it); both
 against ``cross_ahead_of`` vessels (``any`` by default: the same rule whether the other vessel
 gives way or not, so that what a part rewards does not contradict what another penalises for a
 geometry the policy sees alike).
@@ -48,8 +49,10 @@ class MixConfig:
     # (give_way.cross_ahead_penalty), against cross_ahead_of vessels ("any" or "traffic")
     cross_ahead_penalty: float = 0.0
     # ... and once on the step a policy vessel crosses the bow of a vessel that has it on its
-    # port side, within 20 m (give_way.bow_crossing_penalty; a collision costs 5)
+    # port side (give_way.bow_crossing_penalty; a collision costs 5), less than
+    # bow_crossing_range m from it (20: the perception range)
     bow_crossing_penalty: float = 0.0
+    bow_crossing_range: float = 20.0
     cross_ahead_of: str = "any"
 
 
@@ -103,6 +106,9 @@ class MixLayout(ScenarioLayout):
             value = getattr(c, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise ValueError(f"scenario.{key} must be >= 0, got {value!r}")
+        within = c.bow_crossing_range
+        if isinstance(within, bool) or not isinstance(within, int | float) or not within > 0:
+            raise ValueError(f"scenario.bow_crossing_range must be > 0 m, got {within!r}")
         if c.cross_ahead_of not in AGAINST:
             raise ValueError(
                 f"scenario.cross_ahead_of must be one of {AGAINST}, got {c.cross_ahead_of!r}"
@@ -133,7 +139,10 @@ class MixLayout(ScenarioLayout):
             )
         if c.bow_crossing_penalty > 0:
             terms["bow_crossing"] = partial(
-                bow_crossing_penalty, weight=c.bow_crossing_penalty, against=c.cross_ahead_of
+                bow_crossing_penalty,
+                weight=c.bow_crossing_penalty,
+                against=c.cross_ahead_of,
+                within=float(c.bow_crossing_range),
             )
         return LayoutRules(reward_terms=terms, end_conditions=ends)
 
