@@ -73,6 +73,25 @@ def test_quick_recipe_is_candidate_i_of_the_results() -> None:
         assert other.training.policy_average_start is None
 
 
+@pytest.mark.parametrize("agent", PAPER_AGENTS)
+def test_quick_recipe_keeps_the_agents_fast_part(agent: str) -> None:
+    """recipe=quick is every agent's part of the fast recipe on the quick schedule: the agent's
+    settings are its fast part's (AC-IQN's 4 quantile fractions aside), never the agent's
+    plain defaults (which once came silently for every agent but AC-IQN), and the budget,
+    environments and stages are the quick recipe's."""
+    fast = compose_config(f"agent={agent}", "recipe=fast")
+    quick = compose_config(f"agent={agent}", "recipe=quick")
+    plain = compose_config(f"agent={agent}", "recipe=fast", "~recipe_agent")
+    assert fast.agent != plain.agent  # the agent has a fast part of its own
+    expected = dict(fast.agent)
+    if agent == "ac_iqn":
+        expected.update(num_tau_train=4, num_tau_target=4, num_tau_actor=4)
+    assert dict(quick.agent) == expected
+    assert (quick.training.total_timesteps, quick.env.num_envs) == (400_000, 64)
+    assert list(quick.curriculum.timesteps) == [0, 32_000, 64_000, 96_000, 128_000, 160_000]
+    assert quick.training.policy_average_start == 0.4
+
+
 def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:
     default, fast = compose_config(), compose_config("recipe=fast")
     stage0 = compose_config("curriculum=stage0", "agent.n_step=1")
