@@ -64,5 +64,9 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
     "$(seeds results/recipes/iqn/collect_mean/seed 0 1 2 3 4)" "$(seeds results/recipes/iqn/seed 0 1 2 3 4)" \
   --lever "IQN collecting on the mean: acting on CVaR 0.25 (vs the mean), the same last networks" \
     "$(seeds results/recipes/iqn/collect_mean/seed 0 1 2 3 4)" "$(seeds results/recipes/iqn/collect_mean/mean_seed 0 1 2 3 4)" \
+  --lever "IQN: the quick recipe, 400k, 64 environments, the last stage's weight average (vs the fast part's 800k, its last network)" \
+    "$(seeds results/recipes/iqn/quick/seed 0 1 2 3 4 5 6)" "$(seeds results/recipes/iqn/collect_mean/seed 0 1 2 3 4 5 6)" \
+  --lever "IQN on the quick recipe: the weight average over the last stage (vs its last network)" \
+    "$(seeds results/recipes/iqn/quick/seed 0 1 2 3 4 5 6 7 8 9)" "$(seeds results/recipes/iqn/quick/online_seed 0 1 2 3 4 5 6 7 8 9)" \
   --lever "DDPG: 480k (vs 800k)" \
     results/recipes/ddpg/seed0 results/recipes/ddpg/candidates/800k_seed0
