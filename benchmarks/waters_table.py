@@ -5,6 +5,14 @@ water, from the JSON files ``scripts/waters_evaluate.sh`` writes.
 Markdown row per label: success with its Wilson 95% interval and episode count in open water
 (the large set), the harbour, with 4 and 8 vortex cores, and the Imazu cases solved and kept to
 the COLREGs (of 22).
+
+``--broken`` prints instead, per label, the Imazu checks broken and what broke them
+(``marinenav.encounters.TargetCheck.broken``): for head-on (rule 14) and give-way (rule 15)
+targets, whether the own ship held its course or turned to port first, and on which side it
+passed; for overtaking (rule 13), coming too close. Checks whose closest approach came within
+the first ``EARLY`` steps are counted apart ("closest within 5 steps": a target that starts 7-11 m
+off on a near-parallel course, which a ship speeding up from its first step leaves behind
+before it has altered course), the other columns count the rest.
 """
 
 from __future__ import annotations
@@ -47,12 +55,51 @@ def row(label: str, metrics: dict[str, dict]) -> str:
     return f"| {label} | " + " | ".join(cells) + " |"
 
 
+EARLY = 5  # steps: a closest approach this early is the start geometry and the first actions
+
+BROKEN_COLUMNS = (
+    ("14", "held course"), ("14", "turned to port"), ("14", "passed starboard to starboard"),
+    ("15", "held course"), ("15", "turned to port"), ("15", "passed ahead"),
+    ("13", "came too close"),
+)  # fmt: skip
+
+
+def broken_row(label: str, metrics: dict[str, dict]) -> str:
+    """Checks broken per rule and reason in the label's Imazu evaluation (``-`` without one;
+    ``?`` for a file written before the reasons were recorded)."""
+    imazu = metrics.get("imazu")
+    if not imazu:
+        return f"| {label} | " + " | ".join("-" for _ in range(len(BROKEN_COLUMNS) + 4)) + " |"
+    targets = [t for record in imazu["encounters"] if record for t in record["targets"]]
+    if any(t["passed"] is False and "broken" not in t for t in targets):
+        return f"| {label} | " + " | ".join("?" for _ in range(len(BROKEN_COLUMNS) + 4)) + " |"
+    broken = [t for t in targets if t["passed"] is False]
+    at_start = [t for t in broken if t["closest_step"] <= EARLY]
+    later = [t for t in broken if t["closest_step"] > EARLY]
+    cells = [str(sum(t["rule"] == rule for t in later)) for rule in ("14", "15")]
+    cells += [str(sum(t["rule"] == rule and reason in t["broken"] for t in later))
+              for rule, reason in BROKEN_COLUMNS]  # fmt: skip
+    cells.insert(2, str(len(at_start)))
+    kept = f"{imazu['colregs']['kept']} / {imazu['colregs']['episodes']}"
+    return f"| {label} | {kept} | " + " | ".join(cells) + " |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--labels", nargs="*", help="rows in this order (default: all, sorted)")
+    parser.add_argument("--broken", action="store_true",
+                        help="the Imazu checks broken, by rule and what broke them")  # fmt: skip
     args = parser.parse_args()
     table = load(args.directory)
+    if args.broken:
+        print("| planner | COLREGs kept | rule 14 broken | rule 15 broken | closest within 5 steps "
+              "| 14: held course | 14: turned to port | 14: starboard to starboard "
+              "| 15: held course | 15: turned to port | 15: passed ahead | 13: too close |")
+        print("| --- |" + " ---: |" * (len(BROKEN_COLUMNS) + 4))
+        for label in args.labels or sorted(table):
+            print(broken_row(label, table.get(label, {})))
+        return
     print("| planner | open water (large) | harbour | 4 vortex cores | 8 vortex cores "
           "| Imazu solved | Imazu, COLREGs kept |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")

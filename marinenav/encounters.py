@@ -100,6 +100,9 @@ class TargetCheck:
     port_to_port: bool | None
     astern: bool | None
     kept_clear: bool | None
+    # deg, to starboard > 0: the own ship's first course alteration (more than TURN_THRESHOLD
+    # from its initial heading) before the closest approach; None when it held its course
+    first_alteration: float | None = None
 
     @property
     def passed(self) -> bool | None:
@@ -114,6 +117,24 @@ class TargetCheck:
         if self.encounter == OVERTAKING:
             return bool(self.kept_clear)
         return None
+
+    @property
+    def broken(self) -> list[str]:
+        """What broke the rule, in words (empty when it was kept or does not apply): ``held
+        course`` or ``turned to port`` (the first alteration), ``passed starboard to starboard``
+        (rule 14), ``passed ahead`` (rule 15), ``came too close`` (rule 13)."""
+        if self.passed is not False:
+            return []
+        out = []
+        if self.turned_starboard is False:
+            out.append("held course" if self.first_alteration is None else "turned to port")
+        if self.port_to_port is False:
+            out.append("passed starboard to starboard")
+        if self.astern is False:
+            out.append("passed ahead")
+        if self.kept_clear is False:
+            out.append("came too close")
+        return out
 
 
 def check_target(
@@ -131,7 +152,8 @@ def check_target(
     k = int(distance.argmin())
     turn = wrap_to_180(torch.rad2deg(own_heading[: k + 1] - own_heading[0]))  # [k + 1]
     altered = (turn.abs() > TURN_THRESHOLD).nonzero()
-    turned = bool(turn[altered[0, 0]] > 0) if len(altered) else False
+    first = float(turn[altered[0, 0]]) if len(altered) else None
+    turned = first is not None and first > 0
     beta = float(bearing(own_pos[k], own_heading[k], target_pos[k]))
     alpha = float(bearing(target_pos[k], target_heading[k], own_pos[k]))
     rule_14_15 = encounter in (HEAD_ON, GIVE_WAY)
@@ -146,6 +168,7 @@ def check_target(
         kept_clear=(
             float(distance.min()) >= contact + CLEAR_MARGIN if encounter == OVERTAKING else None
         ),
+        first_alteration=first if rule_14_15 else None,
     )
 
 
@@ -233,8 +256,8 @@ def encounter_records(
             scenario, tracks["pos"][:, e], tracks["theta"][:, e], int(tracks["steps"][e])
         )
         out.append({
-            "targets": [{**vars(c), "rule": RULES[c.encounter], "passed": c.passed}
-                        for c in checks],
+            "targets": [{**vars(c), "rule": RULES[c.encounter], "passed": c.passed,
+                         "broken": c.broken} for c in checks],
             "colregs_kept": colregs_kept(checks, successes[e]),
         })  # fmt: skip
     return out
@@ -242,10 +265,13 @@ def encounter_records(
 
 def format_encounters(records: list[dict | None], successes: list[bool], labels: list[str]) -> str:
     """A Markdown table, one row per encounter episode: its label, success, each target's
-    encounter, rule, closest approach (m) and check, and whether it kept the COLREGs."""
+    encounter, rule, closest approach (m) and check (with what broke it, e.g. ``no (turned to
+    port)``), and whether it kept the COLREGs."""
 
-    def mark(value: bool | None) -> str:
-        return "n/a" if value is None else ("yes" if value else "no")
+    def mark(value: bool | None, broken: list[str] | None = None) -> str:
+        if value is None:
+            return "n/a"
+        return "yes" if value else ("no (" + "; ".join(broken) + ")" if broken else "no")
 
     rows = ["| case | success | targets: encounter (rule), closest (m), rule kept | COLREGs kept |",
             "| --- | --- | --- | --- |"]  # fmt: skip
@@ -253,7 +279,8 @@ def format_encounters(records: list[dict | None], successes: list[bool], labels:
         if record is None:
             continue
         targets = "; ".join(
-            f"{t['encounter']} ({t['rule']}), {t['closest']:.1f}, {mark(t['passed'])}"
+            f"{t['encounter']} ({t['rule']}), {t['closest']:.1f}, "
+            f"{mark(t['passed'], t.get('broken'))}"
             for t in record["targets"]
         )
         rows.append(f"| {label} | {mark(success)} | {targets} | {mark(record['colregs_kept'])} |")

@@ -13,10 +13,13 @@ from marinenav.encounters import (
     HEAD_ON,
     OVERTAKEN,
     OVERTAKING,
+    RULES,
     STAND_ON,
+    TURN_THRESHOLD,
     check_target,
     classify,
     episode_encounters,
+    format_encounters,
 )
 from marinenav.scenarios import make_layout
 from marinenav.scenarios.imazu import IMAZU_CASES
@@ -116,6 +119,7 @@ def test_head_on_turning_to_starboard_and_passing_port_to_port_keeps_rule_14() -
     check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
     assert check.turned_starboard and check.port_to_port and check.passed
     assert 5.6 < check.closest < 10.0
+    assert check.first_alteration > TURN_THRESHOLD and check.broken == []
 
 
 def test_head_on_turning_to_port_breaks_rule_14() -> None:
@@ -123,6 +127,8 @@ def test_head_on_turning_to_port_breaks_rule_14() -> None:
     check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
     assert check.turned_starboard is False and check.port_to_port is False
     assert check.passed is False
+    assert check.first_alteration < -TURN_THRESHOLD  # the leg to (30, -8): 28 deg to port
+    assert check.broken == ["turned to port", "passed starboard to starboard"]
 
 
 def test_giving_way_by_passing_astern_keeps_rule_15_and_crossing_ahead_breaks_it() -> None:
@@ -133,13 +139,29 @@ def test_giving_way_by_passing_astern_keeps_rule_15_and_crossing_ahead_breaks_it
     check = check_target(*ahead, *_track([(30.0, 30.0), (30.0, -30.0)], 31), contact=5.6,
                          encounter=GIVE_WAY)  # fmt: skip
     assert check.turned_starboard is False and check.passed is False
+    assert check.first_alteration is None and check.broken == ["held course", "passed ahead"]
+
+
+def test_the_table_says_what_broke_a_rule() -> None:
+    port = _track([(0.0, 0.0), (15.0, 0.0), (30.0, -8.0), (60.0, -8.0)], 61)
+    starboard = _track([(0.0, 0.0), (12.0, 0.0), (25.0, 10.0), (60.0, 10.0)], 61)
+    records = []
+    for own in (port, starboard):
+        check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
+        target = {**vars(check), "rule": RULES[HEAD_ON], "passed": check.passed,
+                  "broken": check.broken}  # fmt: skip
+        records.append({"targets": [target], "colregs_kept": check.passed})
+    rows = format_encounters(records, [True, True], ["port", "starboard"]).splitlines()[2:]
+    assert "no (turned to port; passed starboard to starboard) | no |" in rows[0]
+    assert rows[1].endswith(", yes | yes |")
 
 
 def test_overtaking_must_keep_clear_of_contact_plus_the_margin() -> None:
     target = _track([(10.0, 0.0), (40.0, 0.0)], 61)
     close = _track([(0.0, 3.0), (60.0, 3.0)], 61)  # passes 3 m abeam: inside 5.6 + 1
     wide = _track([(0.0, 8.0), (60.0, 8.0)], 61)
-    assert check_target(*close, *target, contact=5.6, encounter=OVERTAKING).passed is False
+    too_close = check_target(*close, *target, contact=5.6, encounter=OVERTAKING)
+    assert too_close.passed is False and too_close.broken == ["came too close"]
     assert check_target(*wide, *target, contact=5.6, encounter=OVERTAKING).passed is True
 
 
