@@ -418,3 +418,71 @@ def test_a_racing_own_ship_escapes_the_20_m_event_but_not_a_40_m_one() -> None:
     for bad in (0.0, -1.0, True):
         with pytest.raises(ValueError, match="scenario.bow_crossing_range must be > 0 m"):
             make_layout("mix", {**MIX, "bow_crossing_range": bad})
+
+
+@pytest.mark.parametrize(
+    ("case", "own_before", "own_after", "target_pos", "target_heading", "penalised"),
+    [
+        # the target 10 m to the East heading West: the own ship (heading North) is closest to
+        # it on this step, 10 m ahead of its bow, with it on the starboard side
+        ("give way, passed ahead", (4.0, 0.0), (6.0, 0.0), (5.0, 10.0), -1.5708, True),
+        # the same step 10 m behind it: passed astern
+        ("give way, passed astern", (4.0, 20.0), (6.0, 20.0), (5.0, 10.0), -1.5708, False),
+        # a step that still closes the distance: the closest approach is still to come
+        ("before the closest approach", (2.0, 0.0), (4.0, 0.0), (5.0, 10.0), -1.5708, False),
+        # stand-on: the target to the West heading East, passed ahead of its beam but on the
+        # own ship's port side
+        ("stand on, passed ahead", (4.0, 0.0), (6.0, 0.0), (5.0, -10.0), 1.5708, False),
+        # 25 m ahead of its bow: farther than the 20 m the checks count as met
+        ("give way, far ahead", (4.0, 0.0), (6.0, 0.0), (5.0, 25.0), -1.5708, False),
+    ],
+)
+def test_the_passed_ahead_event_by_hand(
+    case, own_before, own_after, target_pos, target_heading, penalised
+):
+    from marinenav.scenarios.give_way import passed_ahead_penalty
+
+    scenario, events = _crossing(own_before, own_after, target_pos, target_heading)
+    got = passed_ahead_penalty(scenario, events, weight=5.0)
+    assert got.shape == (1, 2) and got.dtype == F64
+    assert got[0, 1] == 0.0  # the traffic vessel earns nothing
+    assert got[0, 0] == (-5.0 if penalised else 0.0), case
+    events.pos_before = None
+    with pytest.raises(ValueError, match="needs events.pos_before"):
+        passed_ahead_penalty(scenario, events, 5.0)
+
+
+def test_the_passed_ahead_event_agrees_with_the_colregs_check() -> None:
+    """Own ships that speed up a little for three steps and hold on through the 22 Imazu cases
+    (the mix's ``passed_ahead_penalty`` as the term ``passed_ahead``): per case, the term
+    fires once for every target the rule-15 check (``marinenav.encounters``, an independent
+    reading of the recorded tracks) finds passed ahead, in 9 of the 22 cases (12 targets),
+    and never elsewhere; a weight below 0 is refused."""
+    from marinenav.encounters import episode_encounters
+
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
+           "passed_ahead_penalty": 1.0, "cross_ahead_of": "traffic"}  # fmt: skip
+    layout = make_layout("mix", mix)
+    assert layout.rules.term_names[-1] == "passed_ahead"
+    sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+    total = torch.zeros(22, dtype=F64)
+    pos, theta = [sim.state.pos.clone()], [sim.state.theta.clone()]
+    end = torch.full((22,), 80)
+    for step in range(80):
+        r = sim.step(torch.full((22, 4, 2), 0.5 if step < 3 else 0.0, dtype=F64))
+        total += r.reward_terms[:, 0, -1]
+        pos.append(sim.state.pos.clone())
+        theta.append(sim.state.theta.clone())
+        ended = (r.info[:, 0] == InfoState.COLLISION) | (r.info[:, 0] == InfoState.REACH_GOAL)
+        end = torch.where(ended & (end == 80), step + 1, end)
+    pos, theta = torch.stack(pos), torch.stack(theta)
+    passed_ahead = torch.tensor([
+        sum(c.met and c.astern is False for c in episode_encounters(s, pos[:, e], theta[:, e],
+                                                                    int(end[e])))
+        for e, s in enumerate(scenarios)
+    ], dtype=F64)  # fmt: skip
+    assert int(passed_ahead.gt(0).sum()) == 9 and int(passed_ahead.sum()) == 12
+    assert torch.equal(-total, passed_ahead)
+    with pytest.raises(ValueError, match="scenario.passed_ahead_penalty must be >= 0"):
+        make_layout("mix", {**MIX, "passed_ahead_penalty": -1.0})

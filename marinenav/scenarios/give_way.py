@@ -6,7 +6,10 @@ starboard, which puts the other on the port side. The paper's COLREGs term
 (``sim/colregs.py``) weighs the turn inside zones that end 17 m from a vessel; it does not see
 a vessel that crosses ahead anyway. :func:`cross_ahead_penalty` is that case, per step;
 :func:`bow_crossing_penalty` is the event itself, once: the step on which a vessel crosses
-another's course line ahead of it, from its port side to its starboard side.
+another's course line ahead of it, from its port side to its starboard side;
+:func:`passed_ahead_penalty` reads the pass as the COLREGs check does
+(:mod:`marinenav.encounters`): at the closest approach, ahead of the other's beam with the
+other on the starboard side.
 
 Frames: world x is North, y is East; headings clockwise from North (rad); bearings relative to
 a vessel's bow, positive to starboard.
@@ -87,6 +90,54 @@ def bow_crossing_penalty(
     return count.to(events.theta.dtype) * -weight
 
 
+def passed_ahead_penalty(
+    scenario: Scenario,
+    events: StepEvents,
+    weight: float,
+    against: str = "any",
+    within: float = ENCOUNTER_RANGE,
+) -> Tensor:
+    """``[E, R]``: ``-weight`` for a policy vessel on the step in which it passes its closest
+    approach to another vessel, if at that closest approach it is ahead of the other's beam
+    (its bearing from the other's bow within 90 deg) with the other on its own starboard side,
+    less than ``within`` metres apart (default the perception range, as the checks' "met"):
+    it passed ahead of a vessel it had to keep out of the way of, which the rule-15 check
+    (:mod:`marinenav.encounters`, "passed astern") reads as broken. Summed over the vessels so
+    passed; 0 elsewhere. (Two ships on reciprocal or parallel courses are abeam at their closest
+    approach: neither ahead of the beam nor abaft it; the term leaves them alone.)
+
+    The closest approach falls in a step when the step's relative motion (straight between the
+    positions before and after it) first closes and then opens the distance: ``r0 . d < 0 <=
+    r1 . d`` with ``r0, r1`` the offsets before and after and ``d = r1 - r0``; it is at ``r0 -
+    (r0 . d / |d|^2) d``, judged with the headings after the step. ``against`` as in
+    :func:`cross_ahead_penalty`; needs ``events.pos_before``. A closest approach at the
+    episode's start (the distance opens from the first step, as when a ship speeds away from a
+    target on a near-parallel course) is no step's and is not charged; the check reads it.
+    """
+    if events.pos_before is None:
+        raise ValueError("passed_ahead_penalty needs events.pos_before")
+    if not within > 0:
+        raise ValueError(f"passed_ahead_penalty's range must be > 0 m, got {within!r}")
+    pairs = _pairs(scenario, events, against)
+    # offsets [E, i, j, 2] from vessel j to vessel i, before and after the step
+    r0 = events.pos_before.unsqueeze(2) - events.pos_before.unsqueeze(1)
+    r1 = events.pos.unsqueeze(2) - events.pos.unsqueeze(1)
+    d = r1 - r0
+    closing, opening = (r0 * d).sum(-1), (r1 * d).sum(-1)
+    at_closest = (closing < 0) & (opening >= 0)
+    share = closing / (d * d).sum(-1).clamp_min(torch.finfo(d.dtype).tiny)
+    r = r0 - share.unsqueeze(-1) * d  # [E, i, j, 2]: j to i at the closest approach
+    theta = events.theta
+    j_bow = torch.stack((torch.cos(theta), torch.sin(theta)), -1).unsqueeze(1)  # [E, 1, j, 2]
+    i_bow = torch.stack((torch.cos(theta), torch.sin(theta)), -1).unsqueeze(2)  # [E, i, 1, 2]
+    ahead_of_beam = (j_bow * r).sum(-1) > 0
+    # j on i's starboard side: the offset from i to j (-r) to the right of i's bow
+    j_to_starboard = (i_bow[..., 0] * -r[..., 1] - i_bow[..., 1] * -r[..., 0]) > 0
+    near = torch.linalg.vector_norm(r, dim=-1) < within
+    passed = at_closest & ahead_of_beam & j_to_starboard & near & pairs
+    return passed.sum(dim=2).to(theta.dtype) * -weight
+
+
 def cross_ahead_penalty(
     scenario: Scenario, events: StepEvents, weight: float, against: str = "traffic"
 ) -> Tensor:
@@ -123,4 +174,4 @@ def cross_ahead_penalty(
     return torch.where(crossing.any(dim=2), penalty, torch.zeros_like(penalty))
 
 
-__all__ = ["AGAINST", "bow_crossing_penalty", "cross_ahead_penalty"]
+__all__ = ["AGAINST", "bow_crossing_penalty", "cross_ahead_penalty", "passed_ahead_penalty"]

@@ -10,10 +10,12 @@ remembers its part (``Scenario.layout_part``), and a part's own rules (reward te
 conditions) apply to its episodes only. The curriculum clock reaches every part, so a
 ``random`` part keeps its stages.
 
-Two rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
-give-way term of :mod:`marinenav.scenarios.give_way` per step, and ``bow_crossing_penalty``, its
+Three rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
+give-way term of :mod:`marinenav.scenarios.give_way` per step, ``bow_crossing_penalty``, its
 event (once, on the step a vessel crosses the bow of one it must keep out of the way of, less
-than ``bow_crossing_range`` m from it); both
+than ``bow_crossing_range`` m from it), and ``passed_ahead_penalty``, the pass the COLREGs
+check reads (once, at the closest approach, ahead of the other's beam with the other to
+starboard, within 20 m); all
 against ``cross_ahead_of`` vessels (``any`` by default: the same rule whether the other vessel
 gives way or not, so that what a part rewards does not contradict what another penalises for a
 geometry the policy sees alike).
@@ -33,7 +35,12 @@ from omegaconf import MISSING
 from torch import Tensor
 
 from marinenav.scenarios.base import ScenarioLayout, make_layout, register_layout
-from marinenav.scenarios.give_way import AGAINST, bow_crossing_penalty, cross_ahead_penalty
+from marinenav.scenarios.give_way import (
+    AGAINST,
+    bow_crossing_penalty,
+    cross_ahead_penalty,
+    passed_ahead_penalty,
+)
 from marinenav.sim.rules import LayoutRules
 from marinenav.sim.scenario import Scenario, Slots
 
@@ -53,6 +60,9 @@ class MixConfig:
     # bow_crossing_range m from it (20: the perception range)
     bow_crossing_penalty: float = 0.0
     bow_crossing_range: float = 20.0
+    # ... and once at the closest approach to a vessel passed ahead of its beam with it on the
+    # starboard side, within 20 m (give_way.passed_ahead_penalty: what the rule-15 check reads)
+    passed_ahead_penalty: float = 0.0
     cross_ahead_of: str = "any"
 
 
@@ -102,7 +112,7 @@ class MixLayout(ScenarioLayout):
             self.part_names.append(name)
             self.layouts.append(layout)
             weights.append(float(weight))
-        for key in ("cross_ahead_penalty", "bow_crossing_penalty"):
+        for key in ("cross_ahead_penalty", "bow_crossing_penalty", "passed_ahead_penalty"):
             value = getattr(c, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise ValueError(f"scenario.{key} must be >= 0, got {value!r}")
@@ -143,6 +153,10 @@ class MixLayout(ScenarioLayout):
                 weight=c.bow_crossing_penalty,
                 against=c.cross_ahead_of,
                 within=float(c.bow_crossing_range),
+            )
+        if c.passed_ahead_penalty > 0:
+            terms["passed_ahead"] = partial(
+                passed_ahead_penalty, weight=c.passed_ahead_penalty, against=c.cross_ahead_of
             )
         return LayoutRules(reward_terms=terms, end_conditions=ends)
 
