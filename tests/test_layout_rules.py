@@ -486,3 +486,59 @@ def test_the_passed_ahead_event_agrees_with_the_colregs_check() -> None:
     assert torch.equal(-total, passed_ahead)
     with pytest.raises(ValueError, match="scenario.passed_ahead_penalty must be >= 0"):
         make_layout("mix", {**MIX, "passed_ahead_penalty": -1.0})
+
+
+@pytest.mark.parametrize(
+    ("case", "own_before", "target_pos", "turn", "charged"),
+    [
+        # the own ship (heading North, now at the origin) came 1 m closer to a target 17 deg on
+        # its starboard bow and turned 0.1 rad to port on the step
+        ("to starboard, closing, turned to port", (-1.0, 0.0), (10.0, 3.0), -0.1, True),
+        ("to starboard, closing, turned to starboard", (-1.0, 0.0), (10.0, 3.0), 0.1, False),
+        # 6 deg on the port bow: head-on, a port turn is the wrong one
+        ("dead ahead, closing, turned to port", (-1.0, 0.0), (10.0, -1.0), -0.1, True),
+        # 27 deg on the port bow: a stand-on crossing, the rule asks nothing of the turn
+        ("to port, closing, turned to port", (-1.0, 0.0), (10.0, -5.0), -0.1, False),
+        ("to starboard, opening, turned to port", (1.0, 0.0), (10.0, 3.0), -0.1, False),
+        ("to starboard, beyond 20 m, turned to port", (-1.0, 0.0), (30.0, 5.0), -0.1, False),
+    ],
+)
+def test_the_port_turn_term_by_hand(case, own_before, target_pos, turn, charged) -> None:
+    from marinenav.scenarios.give_way import port_turn_penalty
+
+    scenario, events = _crossing(own_before, (0.0, 0.0), target_pos, 3.1416)
+    events.theta_before[0, 0] = torch.remainder(events.theta[0, 0] - turn, 2 * math.pi)
+    got = port_turn_penalty(scenario, events, weight=5.0)
+    assert got.shape == (1, 2) and got[0, 1] == 0.0
+    expected = -5.0 * 0.1 if charged else 0.0
+    assert float(got[0, 0]) == pytest.approx(expected, abs=1e-12), case
+    events.theta_before = None
+    with pytest.raises(ValueError, match="needs events.pos_before and events.theta_before"):
+        port_turn_penalty(scenario, events, 5.0)
+
+
+def test_a_mixs_port_turn_term_in_the_simulator() -> None:
+    """The mix's ``port_turn_penalty`` as the term ``port_turn``: own ships that hold on for
+    24 s and then put the helm to port (left thrust down, right up) in the Imazu cases pay per
+    radian turned while a head-on or give-way target closes within 20 m (case 1, head-on, 18 m
+    off then; case 2, crossing from starboard, 13 m), and nothing in case 4 (the one target
+    crosses from port); turning to starboard costs nothing."""
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}}, "port_turn_penalty": 5.0,
+           "cross_ahead_of": "traffic"}  # fmt: skip
+    layout = make_layout("mix", mix)
+    assert layout.rules.term_names[-1] == "port_turn"
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    totals = {}
+    for helm in ("port", "starboard"):
+        sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+        action = torch.zeros(22, 4, 2, dtype=F64)
+        action[:, 0] = torch.tensor([-0.5, 0.5] if helm == "port" else [0.5, -0.5], dtype=F64)
+        total = torch.zeros(22, dtype=F64)
+        for step in range(56):
+            r = sim.step(action if step in (48, 49) else torch.zeros_like(action))
+            total += r.reward_terms[:, 0, -1]
+        totals[helm] = total
+    assert totals["port"][0] < 0 and totals["port"][1] < 0 and totals["port"][3] == 0
+    assert totals["starboard"].eq(0).all()
+    with pytest.raises(ValueError, match="scenario.port_turn_penalty must be >= 0"):
+        make_layout("mix", {**MIX, "port_turn_penalty": -1.0})

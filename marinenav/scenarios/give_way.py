@@ -9,7 +9,8 @@ a vessel that crosses ahead anyway. :func:`cross_ahead_penalty` is that case, pe
 another's course line ahead of it, from its port side to its starboard side;
 :func:`passed_ahead_penalty` reads the pass as the COLREGs check does
 (:mod:`marinenav.encounters`): at the closest approach, ahead of the other's beam with the
-other on the starboard side.
+other on the starboard side; :func:`port_turn_penalty` charges the turn the rule-14 and rule-15
+checks read first, a turn to port while such a vessel closes.
 
 Frames: world x is North, y is East; headings clockwise from North (rad); bearings relative to
 a vessel's bow, positive to starboard.
@@ -23,7 +24,7 @@ import torch
 from torch import Tensor
 
 from marinenav.angles import wrap_to_pi
-from marinenav.encounters import ABAFT_BEAM, ENCOUNTER_RANGE
+from marinenav.encounters import ABAFT_BEAM, ENCOUNTER_RANGE, HEAD_ON_BEARING
 from marinenav.sim.constants import VesselRole
 from marinenav.sim.rules import StepEvents
 from marinenav.sim.scenario import Scenario
@@ -138,6 +139,37 @@ def passed_ahead_penalty(
     return passed.sum(dim=2).to(theta.dtype) * -weight
 
 
+def port_turn_penalty(
+    scenario: Scenario, events: StepEvents, weight: float, against: str = "any"
+) -> Tensor:
+    """``[E, R]``: ``-weight`` per radian that a policy vessel turned to port on the step
+    (its heading's change, wrapped; 0 for a turn to starboard), if another vessel within
+    :data:`~marinenav.encounters.ENCOUNTER_RANGE` after the step bears from its bow between
+    :data:`~marinenav.encounters.HEAD_ON_BEARING` to port and
+    :data:`~marinenav.encounters.ABAFT_BEAM` to starboard (head-on, or to starboard as a ship
+    to give way to) and the step brought the two closer: the alteration rules 14 and 15 ask to
+    be to starboard, and which their checks read first (:mod:`marinenav.encounters`). 0
+    elsewhere. ``against`` as in :func:`cross_ahead_penalty`; needs ``events.pos_before`` and
+    ``events.theta_before``.
+    """
+    if events.pos_before is None or events.theta_before is None:
+        raise ValueError("port_turn_penalty needs events.pos_before and events.theta_before")
+    pairs = _pairs(scenario, events, against)
+    pos, theta = events.pos, events.theta
+    d = pos.unsqueeze(1) - pos.unsqueeze(2)  # [E, i, j, 2]: from vessel i to vessel j
+    d_before = events.pos_before.unsqueeze(1) - events.pos_before.unsqueeze(2)
+    distance = torch.linalg.vector_norm(d, dim=-1)
+    closing = distance < torch.linalg.vector_norm(d_before, dim=-1)
+    direction = torch.atan2(d[..., 1], d[..., 0])  # clockwise from North
+    seen = wrap_to_pi(direction - theta.unsqueeze(2))  # bearing of j from i's bow
+    ahead_or_starboard = (seen >= -math.radians(HEAD_ON_BEARING)) & (
+        seen <= math.radians(ABAFT_BEAM)
+    )
+    watched = (ahead_or_starboard & closing & (distance < ENCOUNTER_RANGE) & pairs).any(dim=2)
+    to_port = (-wrap_to_pi(theta - events.theta_before)).clamp_min(0.0)  # rad
+    return torch.where(watched, to_port * -weight, torch.zeros_like(to_port))
+
+
 def cross_ahead_penalty(
     scenario: Scenario, events: StepEvents, weight: float, against: str = "traffic"
 ) -> Tensor:
@@ -174,4 +206,10 @@ def cross_ahead_penalty(
     return torch.where(crossing.any(dim=2), penalty, torch.zeros_like(penalty))
 
 
-__all__ = ["AGAINST", "bow_crossing_penalty", "cross_ahead_penalty", "passed_ahead_penalty"]
+__all__ = [
+    "AGAINST",
+    "bow_crossing_penalty",
+    "cross_ahead_penalty",
+    "passed_ahead_penalty",
+    "port_turn_penalty",
+]

@@ -10,12 +10,13 @@ remembers its part (``Scenario.layout_part``), and a part's own rules (reward te
 conditions) apply to its episodes only. The curriculum clock reaches every part, so a
 ``random`` part keeps its stages.
 
-Three rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
+Four rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
 give-way term of :mod:`marinenav.scenarios.give_way` per step, ``bow_crossing_penalty``, its
 event (once, on the step a vessel crosses the bow of one it must keep out of the way of, less
 than ``bow_crossing_range`` m from it), and ``passed_ahead_penalty``, the pass the COLREGs
 check reads (once, at the closest approach, ahead of the other's beam with the other to
-starboard, within 20 m); all
+starboard, within 20 m), and ``port_turn_penalty``, per radian turned to port while a vessel
+ahead or to starboard closes within 20 m; all
 against ``cross_ahead_of`` vessels (``any`` by default: the same rule whether the other vessel
 gives way or not, so that what a part rewards does not contradict what another penalises for a
 geometry the policy sees alike).
@@ -40,6 +41,7 @@ from marinenav.scenarios.give_way import (
     bow_crossing_penalty,
     cross_ahead_penalty,
     passed_ahead_penalty,
+    port_turn_penalty,
 )
 from marinenav.sim.rules import LayoutRules
 from marinenav.sim.scenario import Scenario, Slots
@@ -63,6 +65,9 @@ class MixConfig:
     # ... and once at the closest approach to a vessel passed ahead of its beam with it on the
     # starboard side, within 20 m (give_way.passed_ahead_penalty: what the rule-15 check reads)
     passed_ahead_penalty: float = 0.0
+    # ... and per radian turned to port on a step while a vessel ahead or to starboard closes
+    # within 20 m (give_way.port_turn_penalty: the first alteration the checks read)
+    port_turn_penalty: float = 0.0
     cross_ahead_of: str = "any"
 
 
@@ -112,7 +117,12 @@ class MixLayout(ScenarioLayout):
             self.part_names.append(name)
             self.layouts.append(layout)
             weights.append(float(weight))
-        for key in ("cross_ahead_penalty", "bow_crossing_penalty", "passed_ahead_penalty"):
+        for key in (
+            "cross_ahead_penalty",
+            "bow_crossing_penalty",
+            "passed_ahead_penalty",
+            "port_turn_penalty",
+        ):
             value = getattr(c, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise ValueError(f"scenario.{key} must be >= 0, got {value!r}")
@@ -157,6 +167,10 @@ class MixLayout(ScenarioLayout):
         if c.passed_ahead_penalty > 0:
             terms["passed_ahead"] = partial(
                 passed_ahead_penalty, weight=c.passed_ahead_penalty, against=c.cross_ahead_of
+            )
+        if c.port_turn_penalty > 0:
+            terms["port_turn"] = partial(
+                port_turn_penalty, weight=c.port_turn_penalty, against=c.cross_ahead_of
             )
         return LayoutRules(reward_terms=terms, end_conditions=ends)
 
