@@ -93,7 +93,8 @@ def main() -> None:
     args = parser.parse_args()
     table = load(args.directory)
     if args.broken:
-        print("| planner | COLREGs kept | rule 14 broken | rule 15 broken | closest within 5 steps "
+        print("| planner | COLREGs kept | rule 14 broken | rule 15 broken "
+              f"| closest within {EARLY} steps "
               "| 14: held course | 14: turned to port | 14: starboard to starboard "
               "| 15: held course | 15: turned to port | 15: passed ahead | 13: too close |")
         print("| --- |" + " ---: |" * (len(BROKEN_COLUMNS) + 4))

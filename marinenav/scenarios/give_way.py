@@ -46,15 +46,28 @@ def _pairs(scenario: Scenario, events: StepEvents, against: str) -> Tensor:
     return pairs
 
 
+def _in_frame(bow_x: Tensor, bow_y: Tensor, offset: Tensor) -> tuple[Tensor, Tensor]:
+    """Where ``offset [..., 2]`` (world, m) lies in the frame of a vessel whose bow points along
+    ``(bow_x, bow_y)`` (broadcast against ``offset[..., 0]``): to its starboard (> 0) or port
+    (< 0) of its course line, and ahead of (> 0) or abaft (< 0) its beam."""
+    side = bow_x * offset[..., 1] - bow_y * offset[..., 0]  # cross(bow, r): > 0 East of North
+    ahead = bow_x * offset[..., 0] + bow_y * offset[..., 1]
+    return side, ahead
+
+
 def _side_and_ahead(pos: Tensor, theta: Tensor) -> tuple[Tensor, Tensor]:
     """``[E, i, j]`` each, m: where vessel ``i`` lies in vessel ``j``'s frame: to ``j``'s
     starboard (> 0) or port (< 0) of its course line, and ahead of (> 0) or abaft (< 0) its beam.
     ``pos [E, R, 2]`` world (x North, y East), ``theta [E, R]`` clockwise from North."""
     r = pos.unsqueeze(2) - pos.unsqueeze(1)  # [E, i, j, 2]: from vessel j to vessel i
-    bow_x, bow_y = torch.cos(theta).unsqueeze(1), torch.sin(theta).unsqueeze(1)  # j's bow
-    side = bow_x * r[..., 1] - bow_y * r[..., 0]  # cross(bow, r): > 0 to starboard (East of N)
-    ahead = bow_x * r[..., 0] + bow_y * r[..., 1]
-    return side, ahead
+    return _in_frame(torch.cos(theta).unsqueeze(1), torch.sin(theta).unsqueeze(1), r)
+
+
+def _range_and_direction(pos: Tensor) -> tuple[Tensor, Tensor]:
+    """``[E, i, j]`` each: the distance (m) from vessel ``i`` to vessel ``j`` and its direction
+    (rad, clockwise from North); ``pos [E, R, 2]`` world."""
+    d = pos.unsqueeze(1) - pos.unsqueeze(2)  # [E, i, j, 2]: from vessel i to vessel j
+    return torch.linalg.vector_norm(d, dim=-1), torch.atan2(d[..., 1], d[..., 0])
 
 
 def bow_crossing_penalty(
@@ -129,11 +142,11 @@ def passed_ahead_penalty(
     share = closing / (d * d).sum(-1).clamp_min(torch.finfo(d.dtype).tiny)
     r = r0 - share.unsqueeze(-1) * d  # [E, i, j, 2]: j to i at the closest approach
     theta = events.theta
-    j_bow = torch.stack((torch.cos(theta), torch.sin(theta)), -1).unsqueeze(1)  # [E, 1, j, 2]
-    i_bow = torch.stack((torch.cos(theta), torch.sin(theta)), -1).unsqueeze(2)  # [E, i, 1, 2]
-    ahead_of_beam = (j_bow * r).sum(-1) > 0
-    # j on i's starboard side: the offset from i to j (-r) to the right of i's bow
-    j_to_starboard = (i_bow[..., 0] * -r[..., 1] - i_bow[..., 1] * -r[..., 0]) > 0
+    bow_x, bow_y = torch.cos(theta), torch.sin(theta)
+    _, i_ahead_of_j = _in_frame(bow_x.unsqueeze(1), bow_y.unsqueeze(1), r)  # in j's frame
+    j_side_of_i, _ = _in_frame(bow_x.unsqueeze(2), bow_y.unsqueeze(2), -r)  # in i's frame
+    ahead_of_beam = i_ahead_of_j > 0
+    j_to_starboard = j_side_of_i > 0
     near = torch.linalg.vector_norm(r, dim=-1) < within
     passed = at_closest & ahead_of_beam & j_to_starboard & near & pairs
     return passed.sum(dim=2).to(theta.dtype) * -weight
@@ -155,12 +168,9 @@ def port_turn_penalty(
     if events.pos_before is None or events.theta_before is None:
         raise ValueError("port_turn_penalty needs events.pos_before and events.theta_before")
     pairs = _pairs(scenario, events, against)
-    pos, theta = events.pos, events.theta
-    d = pos.unsqueeze(1) - pos.unsqueeze(2)  # [E, i, j, 2]: from vessel i to vessel j
-    d_before = events.pos_before.unsqueeze(1) - events.pos_before.unsqueeze(2)
-    distance = torch.linalg.vector_norm(d, dim=-1)
-    closing = distance < torch.linalg.vector_norm(d_before, dim=-1)
-    direction = torch.atan2(d[..., 1], d[..., 0])  # clockwise from North
+    theta = events.theta
+    distance, direction = _range_and_direction(events.pos)  # [E, i, j]: i to j
+    closing = distance < _range_and_direction(events.pos_before)[0]
     seen = wrap_to_pi(direction - theta.unsqueeze(2))  # bearing of j from i's bow
     ahead_or_starboard = (seen >= -math.radians(HEAD_ON_BEARING)) & (
         seen <= math.radians(ABAFT_BEAM)
@@ -192,9 +202,7 @@ def cross_ahead_penalty(
     other = scenario.robot_present
     if against == "traffic":
         other = other & (scenario.robot_role != int(VesselRole.POLICY))
-    d = pos.unsqueeze(1) - pos.unsqueeze(2)  # [E, i, j, 2]: from vessel i to vessel j
-    distance = torch.linalg.vector_norm(d, dim=-1)  # [E, i, j]
-    direction = torch.atan2(d[..., 1], d[..., 0])  # [E, i, j] rad, clockwise from North
+    distance, direction = _range_and_direction(pos)  # [E, i, j]: from vessel i to vessel j
     seen_from_own = wrap_to_pi(direction - theta.unsqueeze(2))  # bearing of j from i's bow
     own_from_target = wrap_to_pi(direction + math.pi - theta.unsqueeze(1))  # of i from j's bow
     starboard = (seen_from_own > 0) & (seen_from_own <= math.radians(ABAFT_BEAM))

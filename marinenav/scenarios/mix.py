@@ -47,6 +47,13 @@ from marinenav.sim.rules import LayoutRules
 from marinenav.sim.scenario import Scenario, Slots
 
 NOT_MIXABLE = ("mix", "files")  # a part cannot be a mix, nor episodes read from files
+# the mix's own rules, in the order of their terms: option (its weight) -> (term, rule)
+RULES_OF_THE_MIX = {
+    "cross_ahead_penalty": ("cross_ahead", cross_ahead_penalty),
+    "bow_crossing_penalty": ("bow_crossing", bow_crossing_penalty),
+    "passed_ahead_penalty": ("passed_ahead", passed_ahead_penalty),
+    "port_turn_penalty": ("port_turn", port_turn_penalty),
+}
 
 
 @dataclass
@@ -117,12 +124,7 @@ class MixLayout(ScenarioLayout):
             self.part_names.append(name)
             self.layouts.append(layout)
             weights.append(float(weight))
-        for key in (
-            "cross_ahead_penalty",
-            "bow_crossing_penalty",
-            "passed_ahead_penalty",
-            "port_turn_penalty",
-        ):
+        for key in RULES_OF_THE_MIX:
             value = getattr(c, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise ValueError(f"scenario.{key} must be >= 0, got {value!r}")
@@ -153,25 +155,13 @@ class MixLayout(ScenarioLayout):
             for end, rule in layout.rules.end_conditions.items():
                 ends[f"{name}.{end}"] = _gated(rule, k)
         c = self.config
-        if c.cross_ahead_penalty > 0:
-            terms["cross_ahead"] = partial(
-                cross_ahead_penalty, weight=c.cross_ahead_penalty, against=c.cross_ahead_of
-            )
-        if c.bow_crossing_penalty > 0:
-            terms["bow_crossing"] = partial(
-                bow_crossing_penalty,
-                weight=c.bow_crossing_penalty,
-                against=c.cross_ahead_of,
-                within=float(c.bow_crossing_range),
-            )
-        if c.passed_ahead_penalty > 0:
-            terms["passed_ahead"] = partial(
-                passed_ahead_penalty, weight=c.passed_ahead_penalty, against=c.cross_ahead_of
-            )
-        if c.port_turn_penalty > 0:
-            terms["port_turn"] = partial(
-                port_turn_penalty, weight=c.port_turn_penalty, against=c.cross_ahead_of
-            )
+        options = {"bow_crossing_penalty": {"within": float(c.bow_crossing_range)}}
+        for key, (term, rule) in RULES_OF_THE_MIX.items():
+            weight = getattr(c, key)
+            if weight > 0:
+                terms[term] = partial(
+                    rule, weight=weight, against=c.cross_ahead_of, **options.get(key, {})
+                )
         return LayoutRules(reward_terms=terms, end_conditions=ends)
 
     def radius_noise_kappas(self, base: Scenario) -> Tensor:
