@@ -4,6 +4,7 @@ marinenav.encounters on hand-built tracks."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -25,6 +26,7 @@ from marinenav.scenarios import make_layout
 from marinenav.scenarios.imazu import IMAZU_CASES
 from marinenav.sim import MarineNavSimulator
 from marinenav.sim.constants import InfoState
+from marinenav.sim.scenario import default_scenario
 
 F64 = torch.float64
 
@@ -186,10 +188,12 @@ def test_episode_encounters_read_the_scenario_and_its_tracks(cases) -> None:
     [({"distance": 30.0}, "scenario.distance must be in [33, 60] m"),
      ({"cases": [0]}, "Imazu case must be in 1..22"),
      ({"cases": []}, "scenario.cases is empty"),
-     ({"speed": 5.0}, "scenario.speed must be in [0.5, 3] m/s")],
+     ({"speed": 5.0}, "scenario.speed must be in [0.5, 3] m/s"),
+     ({"speed_jitter": 0.6}, "scenario.speed_jitter must be in [0, 0.5]"),
+     ({"speed": 2.5, "speed_jitter": 0.3}, "(1 + scenario.speed_jitter) must be <= 3 m/s")],
 )  # fmt: skip
 def test_bad_imazu_options_are_refused(options, message) -> None:
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         make_layout("imazu", options)
 
 
@@ -202,3 +206,41 @@ def test_training_draws_cases_and_turns_courses_within_the_jitter() -> None:
     head_on = (heading - math.pi).abs() <= math.radians(10.0) + 1e-9
     crossing = (heading - 1.5 * math.pi).abs() <= math.radians(10.0) + 1e-9
     assert bool((head_on | crossing).all()) and bool(head_on.any()) and bool(crossing.any())
+
+
+def _drawn(options: dict, n: int = 512, seed: int = 5):
+    layout = make_layout("imazu", options)
+    generator = torch.Generator().manual_seed(seed)
+    return layout.generate(default_scenario(n, 4, 0, 0, dtype=F64), torch.tensor(0), generator)
+
+
+def test_speed_jitter_scales_each_target_and_keeps_the_collision_course() -> None:
+    drawn = _drawn({"speed_jitter": 0.4})
+    plain = _drawn({})
+    present = drawn.robot_present[:, 1:]
+    speed = torch.linalg.vector_norm(drawn.init_velocity_r[:, 1:, :2], dim=-1)[present]
+    table = torch.linalg.vector_norm(plain.init_velocity_r[:, 1:, :2], dim=-1)[present]
+    ratio = speed / table  # the same cases are drawn: the speed draw comes after the others
+    assert bool(ratio.ge(0.6 - 1e-9).all() and ratio.le(1.4 + 1e-9).all())
+    assert float(ratio.min()) < 0.7 and float(ratio.max()) > 1.3
+    assert torch.equal(drawn.init_theta, plain.init_theta)
+    # every ship still reaches the centre at the same moment, 45 m / 1.5 m/s after the start
+    centre = torch.stack((drawn.width, drawn.height), -1).unsqueeze(1) / 2  # [n, 1, 2]
+    arrival = drawn.start + drawn.init_velocity_r[..., :2] * (45.0 / 1.5)
+    on_course = drawn.robot_present[:, :4]
+    assert torch.allclose(arrival[:, :4][on_course], centre.expand(-1, 4, -1)[on_course])
+    # the map holds the farthest start: (1 + 0.4) * 45 m from the centre, 2.5 m to the edge
+    assert torch.allclose(drawn.width, torch.full_like(drawn.width, 2 * (1.4 * 45.0 + 2.5)))
+    reach = (drawn.start - centre).abs().amax(-1)[drawn.robot_present[:, :4]]
+    assert float(reach.max()) <= 1.4 * 45.0 + 1e-9
+
+
+def test_no_speed_jitter_draws_nothing_more() -> None:
+    # the generator's stream, and so every later episode, is what it was before the option
+    layout = make_layout("imazu", {"course_jitter": 10.0})
+    generator = torch.Generator().manual_seed(9)
+    layout.generate(default_scenario(8, 4, 0, 0, dtype=F64), torch.tensor(0), generator)
+    replay = torch.Generator().manual_seed(9)
+    torch.randint(22, (8,), generator=replay)
+    torch.rand((8, 3), generator=replay, dtype=F64)
+    assert torch.equal(torch.rand(4, generator=generator), torch.rand(4, generator=replay))

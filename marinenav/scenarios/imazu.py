@@ -17,8 +17,11 @@ through still water), an overtaken target at ``overtaken_speed_ratio`` of it (so
 ``(1 - ratio) * distance`` ahead of the own ship).
 
 :meth:`ImazuLayout.evaluation_scenarios` is the 22 cases in order, exactly; :meth:`generate`
-(training) draws a case per episode uniformly from ``cases`` and turns each target's course by
-up to ``course_jitter`` degrees either way (0 by default: the table's courses).
+(training) draws a case per episode uniformly from ``cases``, turns each target's course by
+up to ``course_jitter`` degrees either way and scales each target's speed by a factor drawn from
+``[1 - speed_jitter, 1 + speed_jitter]`` (both 0 by default: the table's courses and speeds; a
+faster target starts farther out, so that every ship still reaches the centre at the same
+moment, and the map grows to hold it).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ class ImazuConfig:
     overtaken_speed_ratio: float = 0.7  # an overtaken target's speed over the own ship's
     cases: list[int] = field(default_factory=lambda: list(IMAZU_CASES))  # drawn in training
     course_jitter: float = 0.0  # deg, training only: each target's course turned up to this
+    speed_jitter: float = 0.0  # training only: each target's speed times U(1 - this, 1 + this)
     colregs_penalty: float = 0.0  # the layout's own term: per rad of starboard turn still needed
     # the layout's own term: per step crossing ahead of a target to starboard (rule 15: pass
     # astern of it), within ENCOUNTER_RANGE
@@ -123,6 +127,14 @@ class ImazuLayout(ScenarioLayout):
         if not 0.0 <= c.course_jitter <= 30.0:
             raise ValueError(
                 f"scenario.course_jitter must be in [0, 30] deg, got {c.course_jitter}"
+            )
+        if not 0.0 <= c.speed_jitter <= 0.5:
+            raise ValueError(f"scenario.speed_jitter must be in [0, 0.5], got {c.speed_jitter}")
+        if c.speed * (1 + c.speed_jitter) > 3.0:
+            # a holding target's thrusts would pass their limit near 3.3 m/s
+            raise ValueError(
+                f"scenario.speed * (1 + scenario.speed_jitter) must be <= 3 m/s, got "
+                f"{c.speed * (1 + c.speed_jitter)}"
             )
         for key in ("colregs_penalty", "cross_ahead_penalty"):
             if not getattr(c, key) >= 0:
@@ -167,7 +179,12 @@ class ImazuLayout(ScenarioLayout):
         pick = torch.randint(len(self._cases), (n,), generator=generator, device=device)
         jitter = torch.rand((n, MAX_TARGETS), generator=generator, dtype=dtype, device=device)
         turn = math.radians(self.config.course_jitter) * (2 * jitter - 1)
-        return self._place(base, self._cases.to(device)[pick], turn)
+        if self.config.speed_jitter == 0:
+            # no draw: the generator's stream is what it was before the option existed
+            return self._place(base, self._cases.to(device)[pick], turn)
+        draw = torch.rand((n, MAX_TARGETS), generator=generator, dtype=dtype, device=device)
+        scale = 1 + self.config.speed_jitter * (2 * draw - 1)
+        return self._place(base, self._cases.to(device)[pick], turn, scale)
 
     def evaluation_scenarios(
         self, episodes_per_stage: int, seed: int, slots: Slots | tuple[int, int, int]
@@ -186,15 +203,21 @@ class ImazuLayout(ScenarioLayout):
         """``case k`` for the evaluation set's episodes (cases 1..22 in order)."""
         return [f"case {k % len(IMAZU_CASES) + 1}" for k in range(len(scenarios))]
 
-    def _place(self, base: Scenario, case_index: Tensor, turn: Tensor) -> Scenario:
+    def _place(
+        self, base: Scenario, case_index: Tensor, turn: Tensor, scale: Tensor | None = None
+    ) -> Scenario:
         """Scenarios of the cases ``case_index [n]`` (0-based) with each target's course turned
-        by ``turn [n, 3]`` rad."""
+        by ``turn [n, 3]`` rad and its speed times ``scale [n, 3]`` (None: the table's)."""
         c, n = self.config, base.num_envs
         device, dtype = base.start.device, base.start.dtype
         courses, factor, present = (t.to(device)[case_index] for t in self._table)  # [n, 3]
         courses = courses.to(dtype) + turn.to(device=device, dtype=dtype)
         factor = factor.to(dtype)
-        side = 2 * (c.distance + MAP_MARGIN)  # m, the square map's side
+        reach = c.distance  # m, the farthest start from the centre
+        if scale is not None:
+            factor = factor * scale.to(device=device, dtype=dtype)
+            reach = c.distance * (1 + c.speed_jitter)
+        side = 2 * (reach + MAP_MARGIN)  # m, the square map's side
         centre = torch.full((n, 2), side / 2, dtype=dtype, device=device)  # [n, 2] m
         meeting_time = c.distance / c.speed  # s: every ship reaches the centre then
         own_heading = torch.zeros(n, 1, dtype=dtype, device=device)
