@@ -16,6 +16,10 @@ seed present on one side only is refused. Per lever it prints one Markdown row:
   seed gives none);
 * the mean span of the last four kept checkpoints on each side (the issue's steadiness).
 
+With ``--min-seeds N`` the rows compared on fewer than ``N`` seeds are printed apart, in a
+second table after the first ("probes": what one or two seeds showed, not a claim), so that a
+row moves into the lever table by itself once its seeds are collected.
+
 The large-set evaluations are ``large/<timestep>.json``, read with ``benchmarks/recipe_table.py``;
 a directory with none (a planner scored by itself, e.g. ``results/recipes/rainbow/cvar0.25/``)
 gives its ``evaluation_large.json``, one evaluation and no span.
@@ -80,8 +84,8 @@ def mean_span(runs: dict[int, tuple[tuple[int, int], float | None]], seeds: list
     return "n/a" if None in spans else f"{sum(spans) / len(spans):.3f}"
 
 
-def row(name: str, with_runs: str, base_runs: str) -> str:
-    """One Markdown row of the lever table."""
+def row(name: str, with_runs: str, base_runs: str) -> tuple[int, str]:
+    """The number of seeds compared and one Markdown row of the lever table."""
     on, off = side(with_runs), side(base_runs)
     if set(on) != set(off):
         raise SystemExit(f"{name}: seeds {sorted(on)} with the lever, {sorted(off)} without")
@@ -96,7 +100,7 @@ def row(name: str, with_runs: str, base_runs: str) -> str:
     cells = [name, ", ".join(map(str, seeds)), f"{on_mean:.3f}", f"{off_mean:.3f}",
              ", ".join(f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]" for d, lo, hi in per_seed),
              over_seeds, f"{on_span} / {off_span}"]  # fmt: skip
-    return "| " + " | ".join(cells) + " |"
+    return len(seeds), "| " + " | ".join(cells) + " |"
 
 
 def main() -> None:
@@ -105,14 +109,27 @@ def main() -> None:
         "--lever", nargs=3, action="append", required=True, metavar=("NAME", "WITH", "BASE"),
         help="a lever's name, its runs with the change and without (comma-separated)",
     )  # fmt: skip
+    parser.add_argument(
+        "--min-seeds", type=int, default=1,
+        help="rows on fewer seeds go to a second table of probes (default 1: one table)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.min_seeds < 1:
+        parser.error(f"--min-seeds must be >= 1, got {args.min_seeds}")
     header = ["lever", "seeds", "with: last, large set (mean)", "without",
               "difference per seed (episodes' noise)", "mean difference (bootstrap over seeds)",
               "span of the last 4, with / without"]  # fmt: skip
-    print("| " + " | ".join(header) + " |")
-    print("| --- | --- | ---: | ---: | --- | ---: | ---: |")
-    for name, with_runs, base_runs in args.lever:
-        print(row(name, with_runs, base_runs))
+    rows = [row(name, with_runs, base_runs) for name, with_runs, base_runs in args.lever]
+    levers = [text for seeds, text in rows if seeds >= args.min_seeds]
+    probes = [text for seeds, text in rows if seeds < args.min_seeds]
+    for table, first in ((levers, "lever"), (probes, f"probe (< {args.min_seeds} seeds)")):
+        if not table:
+            continue
+        if table is probes and levers:
+            print()
+        print("| " + " | ".join([first, *header[1:]]) + " |")
+        print("| --- | --- | ---: | ---: | --- | ---: | ---: |")
+        print("\n".join(table))
 
 
 if __name__ == "__main__":

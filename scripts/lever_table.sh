@@ -15,7 +15,7 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
   for s in "$@"; do out+="${out:+,}${prefix}${s}"; done
   echo "$out"
 }
-"$python" benchmarks/lever_table.py \
+"$python" benchmarks/lever_table.py --min-seeds 3 \
   --lever "AC-IQN: Polyak targets, tau 0.005 (vs hard copies every 10k), the default" \
     "$(seeds $A/seed 0 1)" "$(seeds $L/hard_copies_seed 0 1)" \
   --lever "AC-IQN: learning rate decaying to a tenth (vs constant 3e-4), the default" \
