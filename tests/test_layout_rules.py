@@ -542,3 +542,59 @@ def test_a_mixs_port_turn_term_in_the_simulator() -> None:
     assert totals["starboard"].eq(0).all()
     with pytest.raises(ValueError, match="scenario.port_turn_penalty must be >= 0"):
         make_layout("mix", {**MIX, "port_turn_penalty": -1.0})
+
+
+@pytest.mark.parametrize(
+    ("case", "own_before", "target_pos", "target_heading", "charged"),
+    [
+        # the own ship (heading North, now at the origin) made 1.5 m good on the step towards a
+        # target 17 deg on its starboard bow heading West, ahead of that target's beam
+        ("to starboard, closing, ahead of its beam", (-1.5, 0.0), (10.0, 3.0), -1.5708, True),
+        ("to starboard, opening", (1.5, 0.0), (10.0, 3.0), -1.5708, False),
+        # the target heading North-West: the own ship is abaft its beam, astern of it
+        ("to starboard, astern of it", (-1.5, 0.0), (10.0, 3.0), 0.3, False),
+        # the target to port heading East: a stand-on crossing, nothing asked of the speed
+        ("to port, closing", (-1.5, 0.0), (10.0, -3.0), 1.5708, False),
+        ("to starboard, beyond 20 m", (-1.5, 0.0), (30.0, 5.0), -1.5708, False),
+    ],
+)
+def test_the_give_way_speed_term_by_hand(case, own_before, target_pos, target_heading, charged):
+    from marinenav.scenarios.give_way import give_way_speed_penalty
+
+    scenario, events = _crossing(own_before, (0.0, 0.0), target_pos, target_heading)
+    got = give_way_speed_penalty(scenario, events, weight=0.5)
+    assert got.shape == (1, 2) and got[0, 1] == 0.0
+    expected = -0.5 * 1.5 if charged else 0.0  # per metre made good
+    assert float(got[0, 0]) == pytest.approx(expected, abs=1e-12), case
+    events.pos_before = None
+    with pytest.raises(ValueError, match="needs events.pos_before"):
+        give_way_speed_penalty(scenario, events, 0.5)
+
+
+def test_a_mixs_give_way_speed_term_in_the_simulator() -> None:
+    """The mix's ``give_way_speed_penalty`` as the term ``give_way_speed``: in Imazu case 2
+    (one target crossing from starboard) an own ship that holds course and speed (a collision
+    course) pays for the way it makes once the target is within 20 m, one that stops its
+    thrusters pays less, and one that races away at full thrust and is past before the target
+    comes within 20 m pays nothing (the check reads no encounter there either); in case 4 (the
+    target crosses from port) none pays."""
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
+           "give_way_speed_penalty": 0.25, "cross_ahead_of": "traffic"}  # fmt: skip
+    layout = make_layout("mix", mix)
+    assert layout.rules.term_names[-1] == "give_way_speed"
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    totals = {}
+    for helm, thrust in (("race", 1.0), ("hold", 0.0), ("stop", -1.0)):
+        sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+        action = torch.zeros(22, 4, 2, dtype=F64)
+        action[:, 0] = thrust  # both thrusters' change per step
+        total = torch.zeros(22, dtype=F64)
+        for _ in range(70):
+            total += sim.step(action).reward_terms[:, 0, -1]
+        totals[helm] = total
+    assert totals["hold"][1] < totals["stop"][1] <= 0 and totals["race"][1] == 0
+    # holding 1.5 m/s: 0.75 m a step for at most the 27 steps the target closes from 20 m
+    assert -0.25 * 0.75 * 27 <= float(totals["hold"][1]) <= -0.25 * 5
+    assert all(float(totals[helm][3]) == 0 for helm in totals)
+    with pytest.raises(ValueError, match="scenario.give_way_speed_penalty must be >= 0"):
+        make_layout("mix", {**MIX, "give_way_speed_penalty": -1.0})

@@ -10,7 +10,9 @@ another's course line ahead of it, from its port side to its starboard side;
 :func:`passed_ahead_penalty` reads the pass as the COLREGs check does
 (:mod:`marinenav.encounters`): at the closest approach, ahead of the other's beam with the
 other on the starboard side; :func:`port_turn_penalty` charges the turn the rule-14 and rule-15
-checks read first, a turn to port while such a vessel closes.
+checks read first, a turn to port while such a vessel closes; :func:`give_way_speed_penalty`
+charges the way a vessel makes while it still has to keep out of another's way (the slow
+approach that lets the other pass ahead, rather than the race across its bow).
 
 Frames: world x is North, y is East; headings clockwise from North (rad); bearings relative to
 a vessel's bow, positive to starboard.
@@ -68,6 +70,18 @@ def _range_and_direction(pos: Tensor) -> tuple[Tensor, Tensor]:
     (rad, clockwise from North); ``pos [E, R, 2]`` world."""
     d = pos.unsqueeze(1) - pos.unsqueeze(2)  # [E, i, j, 2]: from vessel i to vessel j
     return torch.linalg.vector_norm(d, dim=-1), torch.atan2(d[..., 1], d[..., 0])
+
+
+def _to_give_way(pos: Tensor, theta: Tensor) -> tuple[Tensor, Tensor]:
+    """``[E, i, j]`` each: the distance (m) from vessel ``i`` to vessel ``j``, and whether ``i``
+    has ``j`` on its starboard side (relative bearing in (0, ABAFT_BEAM] deg) while ``i`` is
+    ahead of ``j``'s beam (its bearing from ``j``'s bow within 90 deg): ``i`` must keep out of
+    ``j``'s way and has not yet passed astern of it. ``pos [E, R, 2]`` world, ``theta [E, R]``."""
+    distance, direction = _range_and_direction(pos)  # [E, i, j]: from vessel i to vessel j
+    seen_from_own = wrap_to_pi(direction - theta.unsqueeze(2))  # bearing of j from i's bow
+    own_from_target = wrap_to_pi(direction + math.pi - theta.unsqueeze(1))  # of i from j's bow
+    starboard = (seen_from_own > 0) & (seen_from_own <= math.radians(ABAFT_BEAM))
+    return distance, starboard & (own_from_target.abs() < math.pi / 2)
 
 
 def bow_crossing_penalty(
@@ -180,6 +194,29 @@ def port_turn_penalty(
     return torch.where(watched, to_port * -weight, torch.zeros_like(to_port))
 
 
+def give_way_speed_penalty(
+    scenario: Scenario, events: StepEvents, weight: float, against: str = "any"
+) -> Tensor:
+    """``[E, R]``: ``-weight`` per metre that a policy vessel made good on the step (straight
+    from where it was before the step to where it is after), if after the step another vessel
+    within :data:`~marinenav.encounters.ENCOUNTER_RANGE` is on its starboard side with the
+    policy vessel still ahead of that vessel's beam (as :func:`cross_ahead_penalty`: one it
+    must keep out of the way of and has not passed astern of) and the step brought the two
+    closer. 0 elsewhere. A ship that races across the give-way target's bow pays for every
+    metre of the race; one that slows and lets the target pass ahead pays little, and nothing
+    once it is astern of it or the distance opens. ``against`` as in
+    :func:`cross_ahead_penalty`; needs ``events.pos_before``.
+    """
+    if events.pos_before is None:
+        raise ValueError("give_way_speed_penalty needs events.pos_before")
+    pairs = _pairs(scenario, events, against)
+    distance, give_way = _to_give_way(events.pos, events.theta)
+    closing = distance < _range_and_direction(events.pos_before)[0]
+    watched = (give_way & closing & (distance < ENCOUNTER_RANGE) & pairs).any(dim=2)
+    made_good = torch.linalg.vector_norm(events.pos - events.pos_before, dim=-1)  # [E, R] m
+    return torch.where(watched, made_good * -weight, torch.zeros_like(made_good))
+
+
 def cross_ahead_penalty(
     scenario: Scenario, events: StepEvents, weight: float, against: str = "traffic"
 ) -> Tensor:
@@ -202,12 +239,8 @@ def cross_ahead_penalty(
     other = scenario.robot_present
     if against == "traffic":
         other = other & (scenario.robot_role != int(VesselRole.POLICY))
-    distance, direction = _range_and_direction(pos)  # [E, i, j]: from vessel i to vessel j
-    seen_from_own = wrap_to_pi(direction - theta.unsqueeze(2))  # bearing of j from i's bow
-    own_from_target = wrap_to_pi(direction + math.pi - theta.unsqueeze(1))  # of i from j's bow
-    starboard = (seen_from_own > 0) & (seen_from_own <= math.radians(ABAFT_BEAM))
-    ahead_of_beam = own_from_target.abs() < math.pi / 2
-    crossing = starboard & ahead_of_beam & (distance < ENCOUNTER_RANGE)
+    distance, give_way = _to_give_way(pos, theta)
+    crossing = give_way & (distance < ENCOUNTER_RANGE)
     crossing = crossing & own.unsqueeze(2) & other.unsqueeze(1)
     crossing.diagonal(dim1=1, dim2=2).zero_()  # never a vessel against itself (0 m away)
     penalty = torch.full_like(theta, -weight)
@@ -218,6 +251,7 @@ __all__ = [
     "AGAINST",
     "bow_crossing_penalty",
     "cross_ahead_penalty",
+    "give_way_speed_penalty",
     "passed_ahead_penalty",
     "port_turn_penalty",
 ]
