@@ -21,7 +21,7 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
   --lever "AC-IQN: learning rate decaying to a tenth (vs constant 3e-4), the default" \
     "$(seeds $A/seed 0 1 2)" "$(seeds $L/constant_lr_seed 0 1 2)" \
   --lever "AC-IQN: scaled inputs (vs raw), the default" \
-    "$(seeds $A/seed 0 1)" "$(seeds $L/raw_inputs_default_seed 0 1)" \
+    "$(seeds $A/seed 0 1 2)" "$(seeds $L/raw_inputs_default_seed 0 1 2)" \
   --lever "AC-IQN: Adam 3e-4 (vs 1e-4), risk neutral, 800k" \
     "$L/lr3e-4_seed0" "$C/adam1e-4_800k_seed0" \
   --lever "AC-IQN: raw inputs (vs scaled), Adam 1e-4, risk neutral, 800k" \
