@@ -65,6 +65,11 @@ def _side_and_ahead(pos: Tensor, theta: Tensor) -> tuple[Tensor, Tensor]:
     return _in_frame(torch.cos(theta).unsqueeze(1), torch.sin(theta).unsqueeze(1), r)
 
 
+def _range(pos: Tensor) -> Tensor:
+    """``[E, i, j]``: the distance (m) between vessels ``i`` and ``j``; ``pos [E, R, 2]`` world."""
+    return torch.linalg.vector_norm(pos.unsqueeze(1) - pos.unsqueeze(2), dim=-1)
+
+
 def _range_and_direction(pos: Tensor) -> tuple[Tensor, Tensor]:
     """``[E, i, j]`` each: the distance (m) from vessel ``i`` to vessel ``j`` and its direction
     (rad, clockwise from North); ``pos [E, R, 2]`` world."""
@@ -184,7 +189,7 @@ def port_turn_penalty(
     pairs = _pairs(scenario, events, against)
     theta = events.theta
     distance, direction = _range_and_direction(events.pos)  # [E, i, j]: i to j
-    closing = distance < _range_and_direction(events.pos_before)[0]
+    closing = distance < _range(events.pos_before)
     seen = wrap_to_pi(direction - theta.unsqueeze(2))  # bearing of j from i's bow
     ahead_or_starboard = (seen >= -math.radians(HEAD_ON_BEARING)) & (
         seen <= math.radians(ABAFT_BEAM)
@@ -211,7 +216,7 @@ def give_way_speed_penalty(
         raise ValueError("give_way_speed_penalty needs events.pos_before")
     pairs = _pairs(scenario, events, against)
     distance, give_way = _to_give_way(events.pos, events.theta)
-    closing = distance < _range_and_direction(events.pos_before)[0]
+    closing = distance < _range(events.pos_before)
     watched = (give_way & closing & (distance < ENCOUNTER_RANGE) & pairs).any(dim=2)
     made_good = torch.linalg.vector_norm(events.pos - events.pos_before, dim=-1)  # [E, R] m
     return torch.where(watched, made_good * -weight, torch.zeros_like(made_good))
