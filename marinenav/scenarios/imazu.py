@@ -179,11 +179,10 @@ class ImazuLayout(ScenarioLayout):
         pick = torch.randint(len(self._cases), (n,), generator=generator, device=device)
         jitter = torch.rand((n, MAX_TARGETS), generator=generator, dtype=dtype, device=device)
         turn = math.radians(self.config.course_jitter) * (2 * jitter - 1)
-        if self.config.speed_jitter == 0:
-            # no draw: the generator's stream is what it was before the option existed
-            return self._place(base, self._cases.to(device)[pick], turn)
-        draw = torch.rand((n, MAX_TARGETS), generator=generator, dtype=dtype, device=device)
-        scale = 1 + self.config.speed_jitter * (2 * draw - 1)
+        scale = None  # at 0 no draw: the generator's stream is what it was before the option
+        if self.config.speed_jitter > 0:
+            draw = torch.rand((n, MAX_TARGETS), generator=generator, dtype=dtype, device=device)
+            scale = 1 + self.config.speed_jitter * (2 * draw - 1)
         return self._place(base, self._cases.to(device)[pick], turn, scale)
 
     def evaluation_scenarios(
