@@ -23,11 +23,15 @@ def _run(path: Path, rates: list[float], episodes: int = 100) -> Path:
     return path
 
 
-def _table(*args: str) -> list[str]:
-    out = subprocess.run(
+def _lever_table(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "lever_table.py"), *args],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
+
+
+def _table(*args: str) -> list[str]:
+    out = _lever_table(*args)
     assert out.returncode == 0, out.stderr
     return out.stdout.splitlines()
 
@@ -55,19 +59,11 @@ def test_one_table_without_min_seeds_and_unpaired_seeds_refused(tmp_path) -> Non
     lines = _table("--lever", "one", str(on), str(off))
     assert "" not in lines and len(lines) == 3 and lines[0].startswith("| lever |")
     other = _run(tmp_path / "off_seed1", [0.8] * 4)
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "lever_table.py"),
-         "--lever", "bad", str(on), str(other)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    out = _lever_table("--lever", "bad", str(on), str(other))
     assert out.returncode != 0 and "seeds [0] with the lever, [1] without" in out.stderr
 
 
 @pytest.mark.parametrize("value", ["0", "-1"])
-def test_min_seeds_below_one_is_refused(tmp_path, value) -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "lever_table.py"), "--min-seeds", value,
-         "--lever", "x", "a_seed0", "b_seed0"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+def test_min_seeds_below_one_is_refused(value) -> None:
+    out = _lever_table("--min-seeds", value, "--lever", "x", "a_seed0", "b_seed0")
     assert out.returncode == 2 and "--min-seeds must be >= 1" in out.stderr
