@@ -244,3 +244,37 @@ def test_no_speed_jitter_draws_nothing_more() -> None:
     torch.randint(22, (8,), generator=replay)
     torch.rand((8, 3), generator=replay, dtype=F64)
     assert torch.equal(torch.rand(4, generator=generator), torch.rand(4, generator=replay))
+
+
+def test_the_layouts_timestep_penalty_is_its_episodes_reward_per_step() -> None:
+    assert bool(_drawn({}).timestep_penalty.eq(-0.1).all())  # the paper's, by default
+    drawn = _drawn({"timestep_penalty": -0.02}, n=8)
+    assert bool(drawn.timestep_penalty.eq(-0.02).all())
+    layout = make_layout("imazu", {"timestep_penalty": 0.0})
+    evaluation = layout.evaluation_scenarios(1, 253, (4, 0, 0))
+    assert {s["env"]["timestep_penalty"] for s in evaluation} == {0.0}
+    # in a mixture only the Imazu part's episodes wait cheaper; the step reward reads it
+    mix = make_layout("mix", {"parts": {
+        "open": {"layout": "random", "weight": 1.0,
+                 "options": {"timesteps": [0], "num_robots": [1], "num_cores": [0],
+                             "num_obstacles": [0], "min_start_goal_dis": [30.0]}},
+        "imazu": {"layout": "imazu", "weight": 1.0, "options": {"timestep_penalty": 0.0}},
+    }})  # fmt: skip
+    sim = MarineNavSimulator(64, "continuous", 4, 0, 0, layout=mix, dtype=F64, seed=2)
+    part = sim.scenario.layout_part
+    assert bool(part.eq(0).any() and part.eq(1).any())
+    expected = torch.full((64,), -0.1, dtype=F64)
+    expected[part == 1] = 0.0
+    assert torch.equal(sim.scenario.timestep_penalty, expected)
+    goal = sim.scenario.goal[:, 0]
+    before = torch.linalg.vector_norm(sim.state.pos[:, 0] - goal, dim=-1)
+    result = sim.step(torch.zeros(64, 4, 2, dtype=F64))
+    after = torch.linalg.vector_norm(sim.state.pos[:, 0] - goal, dim=-1)
+    # the own ship's progress term: the episode's penalty plus the distance made good
+    torch.testing.assert_close(result.reward_terms[:, 0, 0], expected + before - after)
+
+
+@pytest.mark.parametrize("value", [0.1, -1.5])
+def test_a_positive_or_huge_timestep_penalty_is_refused(value) -> None:
+    with pytest.raises(ValueError, match=re.escape("scenario.timestep_penalty must be in [-1, 0]")):
+        make_layout("imazu", {"timestep_penalty": value})

@@ -21,7 +21,9 @@ through still water), an overtaken target at ``overtaken_speed_ratio`` of it (so
 up to ``course_jitter`` degrees either way and scales each target's speed by a factor drawn from
 ``[1 - speed_jitter, 1 + speed_jitter]`` (both 0 by default: the table's courses and speeds; a
 faster target starts farther out, so that every ship still reaches the centre at the same
-moment, and the map grows to hold it).
+moment, and the map grows to hold it). ``timestep_penalty``, when set, replaces the paper's
+reward per step (-0.1) in the layout's episodes, in training and evaluation alike (a
+mixture's Imazu part can make waiting cheaper there than in its other waters).
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ class ImazuConfig:
     cases: list[int] = field(default_factory=lambda: list(IMAZU_CASES))  # drawn in training
     course_jitter: float = 0.0  # deg, training only: each target's course turned up to this
     speed_jitter: float = 0.0  # training only: each target's speed times U(1 - this, 1 + this)
+    # reward per step of the layout's episodes (None: the paper's -0.1); a mixture's Imazu
+    # part may make waiting cheaper there than in its other waters
+    timestep_penalty: float | None = None
     colregs_penalty: float = 0.0  # the layout's own term: per rad of starboard turn still needed
     # the layout's own term: per step crossing ahead of a target to starboard (rule 15: pass
     # astern of it), within ENCOUNTER_RANGE
@@ -135,6 +140,10 @@ class ImazuLayout(ScenarioLayout):
             raise ValueError(
                 f"scenario.speed * (1 + scenario.speed_jitter) must be <= 3 m/s, got "
                 f"{c.speed * (1 + c.speed_jitter)}"
+            )
+        if c.timestep_penalty is not None and not -1.0 <= c.timestep_penalty <= 0.0:
+            raise ValueError(
+                f"scenario.timestep_penalty must be in [-1, 0] or null, got {c.timestep_penalty}"
             )
         for key in ("colregs_penalty", "cross_ahead_penalty"):
             if not getattr(c, key) >= 0:
@@ -232,6 +241,8 @@ class ImazuLayout(ScenarioLayout):
         out = {name: value.clone() for name, value in base.tensors().items()}
         out["width"].fill_(side)
         out["height"].fill_(side)
+        if c.timestep_penalty is not None:
+            out["timestep_penalty"].fill_(c.timestep_penalty)
         vessels = torch.cat((torch.ones_like(present[:, :1]), present), dim=1)  # [n, 4]
         pad = R - vessels.shape[1]
         out["robot_present"] = torch.nn.functional.pad(vessels, (0, pad))
