@@ -1,0 +1,164 @@
+"""The per-checkpoint Imazu tables of docs/results.md ("Real waters"): every evaluated checkpoint
+of a run on the 22 cases, from the Markdown records ``python -m marinenav.evaluate
+RUN_DIR/evaluated/<timestep> --scenario imazu`` prints (kept as ``<result>/imazu/<timestep>.md``).
+
+``python benchmarks/imazu_checkpoints.py RESULT_DIR ... [--labels A B ...]`` prints one row per
+run: per checkpoint, the cases whose COLREGs checks all passed over the cases solved
+("kept / solved"), the columns the checkpoints' timesteps.
+
+``--by-travel-time`` prints instead, over every checkpoint of the given runs that solves at least
+``--min-solved`` cases, the COLREGs kept against the mean time to the goal of the solved cases
+(the record's ``travel_time``), in bins with edges ``--edges`` (seconds), and their Pearson
+correlation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+HEADER = "| case | success |"
+TRAVEL = re.compile(r"^\| travel_time \| (.+?) \|")  # "n/a (no successful episode)" -> nan
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    """One checkpoint's Imazu record: ``timestep``, cases solved, cases with every COLREGs check
+    kept, and the mean travel time of the solved cases (s; nan when none is solved)."""
+
+    timestep: int
+    solved: int
+    kept: int
+    travel_time: float
+
+
+def read_record(path: Path) -> CheckpointRecord:
+    """Parse one ``<timestep>.md`` Imazu record; a file that is not one is refused by name."""
+    solved = kept = cases = 0
+    travel = None
+    seen_header = False
+    for line in path.read_text().splitlines():
+        if line.startswith(HEADER):
+            seen_header = True
+            if not line.rstrip().endswith("| COLREGs kept |"):
+                raise ValueError(f"{path}: the case table has no 'COLREGs kept' column")
+            continue
+        match = TRAVEL.match(line)
+        if match:
+            value = match.group(1)
+            travel = math.nan if value.startswith("n/a") else float(value)
+        if seen_header and line.startswith("| case "):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            cases += 1
+            solved += cells[1] == "yes"
+            kept += cells[-1] == "yes"
+    if not seen_header or cases == 0 or travel is None:
+        raise ValueError(
+            f"{path}: not an Imazu record of `python -m marinenav.evaluate ... --scenario imazu` "
+            "(no case table or no travel_time)"
+        )
+    try:
+        timestep = int(path.stem)
+    except ValueError:
+        raise ValueError(f"{path}: the file name is not a checkpoint's timestep") from None
+    return CheckpointRecord(timestep, solved, kept, travel)
+
+
+def read_run(result: Path) -> list[CheckpointRecord]:
+    """Every ``<result>/imazu/<timestep>.md`` in timestep order."""
+    files = list((result / "imazu").glob("*.md"))
+    if not files:
+        raise ValueError(f"{result}: no imazu/<timestep>.md records")
+    return sorted((read_record(path) for path in files), key=lambda r: r.timestep)
+
+
+def _thousands(timestep: int) -> str:
+    return f"{timestep // 1000}k" if timestep % 1000 == 0 else str(timestep)
+
+
+def checkpoint_table(runs: list[tuple[str, list[CheckpointRecord]]]) -> str:
+    """One Markdown row per (label, records) run, "kept / solved" per checkpoint; a run without
+    a checkpoint that another has gets "-" there."""
+    steps = sorted({r.timestep for _, records in runs for r in records})
+    lines = [
+        "| run | " + " | ".join(_thousands(t) for t in steps) + " |",
+        "| --- |" + " --- |" * len(steps),
+    ]
+    for label, records in runs:
+        by_step = {r.timestep: f"{r.kept} / {r.solved}" for r in records}
+        lines.append(f"| {label} | " + " | ".join(by_step.get(t, "-") for t in steps) + " |")
+    return "\n".join(lines)
+
+
+def pearson(x: list[float], y: list[float]) -> float:
+    """The sample correlation of ``x`` and ``y`` (nan when either is constant)."""
+    n = len(x)
+    mx, my = sum(x) / n, sum(y) / n
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else math.nan
+
+
+def travel_time_table(records: list[CheckpointRecord], edges: list[float]) -> str:
+    """COLREGs kept per bin of mean Imazu travel time, with the correlation over ``records``."""
+    if not records:
+        raise ValueError("no checkpoint solves enough cases (see --min-solved)")
+    bounds = [-math.inf, *edges, math.inf]
+    lines = [
+        "| mean Imazu travel time | checkpoints | COLREGs kept, mean | most |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for low, high in zip(bounds[:-1], bounds[1:], strict=True):
+        inside = [r.kept for r in records if low <= r.travel_time < high]  # nan in no bin
+        if low == -math.inf:
+            name = f"under {high:g} s"
+        elif high == math.inf:
+            name = f"{low:g} s and more"
+        else:
+            name = f"{low:g}-{high:g} s"
+        if inside:
+            lines.append(
+                f"| {name} | {len(inside)} | {sum(inside) / len(inside):.1f} | {max(inside)} |"
+            )
+        else:
+            lines.append(f"| {name} | 0 | - | - |")
+    r = pearson([c.travel_time for c in records], [float(c.kept) for c in records])
+    lines.append("")
+    lines.append(
+        f"correlation of COLREGs kept with travel time: {r:.2f} ({len(records)} checkpoints)"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="+", type=Path, help="result directories with imazu/")
+    parser.add_argument("--labels", nargs="+", help="a row label per result directory")
+    parser.add_argument("--by-travel-time", action="store_true")
+    parser.add_argument("--min-solved", type=int, default=20)
+    parser.add_argument("--edges", nargs="+", type=float, default=[27.0, 28.5, 30.0, 33.0])
+    args = parser.parse_args(argv)
+    labels = args.labels or [str(path) for path in args.results]
+    if len(labels) != len(args.results):
+        parser.error(f"--labels gives {len(labels)} labels for {len(args.results)} directories")
+    if args.min_solved < 1:
+        parser.error("--min-solved must be at least 1 (a travel time needs a solved case)")
+    if args.edges != sorted(args.edges):
+        parser.error("--edges must be increasing")
+    try:
+        runs = [(label, read_run(path)) for label, path in zip(labels, args.results, strict=True)]
+        if args.by_travel_time:
+            chosen = [r for _, records in runs for r in records if r.solved >= args.min_solved]
+            print(travel_time_table(chosen, args.edges))
+        else:
+            print(checkpoint_table(runs))
+    except ValueError as error:
+        parser.exit(2, f"imazu_checkpoints: {error}\n")
+
+
+if __name__ == "__main__":
+    main()

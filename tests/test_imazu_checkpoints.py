@@ -1,0 +1,123 @@
+"""benchmarks/imazu_checkpoints.py: per-checkpoint "COLREGs kept / solved" and the kept count
+against the Imazu travel time, read from records printed by the evaluator's own formatters
+(docs/results.md, "Real waters")."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from marinenav.encounters import format_encounters
+from marinenav.evaluate import format_table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _record(path: Path, solved: list[bool], kept: list[bool], travel: float | None) -> None:
+    """An Imazu record as `python -m marinenav.evaluate ... --scenario imazu` prints it, built
+    with its formatters: success per case, COLREGs kept per case, the mean travel time."""
+    metrics = {
+        "eval/success_rate": sum(solved) / len(solved),
+        "eval/travel_time": travel,
+        "episodes": {"success": solved},
+    }
+    target = {"encounter": "crossing, give way", "rule": 15, "closest": 12.0, "broken": []}
+    records = [
+        {"targets": [{**target, "passed": k}], "colregs_kept": k} for k in kept
+    ]  # fmt: skip
+    labels = [f"case {k + 1}" for k in range(len(solved))]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(format_table(metrics) + "\n\n" + format_encounters(records, solved, labels))
+
+
+def _script(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "imazu_checkpoints.py"), *map(str, args)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+def _run(tmp_path: Path, name: str, checkpoints: dict[int, tuple[int, int, float]]) -> Path:
+    """A result directory whose checkpoint ``t`` solves ``s`` of 22 cases and keeps the
+    COLREGs in ``k`` of them (the first ones), at mean travel time ``tt``."""
+    result = tmp_path / name
+    for t, (s, k, tt) in checkpoints.items():
+        solved = [c < s for c in range(22)]
+        kept = [c < k for c in range(22)]
+        _record(result / "imazu" / f"{t}.md", solved, kept, tt)
+    return result
+
+
+def test_the_table_counts_kept_over_solved_per_checkpoint_in_timestep_order(tmp_path) -> None:
+    a = _run(tmp_path, "a", {192000: (21, 12, 30.0), 96000: (20, 4, 40.0)})
+    b = _run(tmp_path, "b", {96000: (22, 18, 35.0)})
+    out = _script(a, b, "--labels", "run a", "run b")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "| run | 96k | 192k |",
+        "| --- | --- | --- |",
+        "| run a | 4 / 20 | 12 / 21 |",
+        "| run b | 18 / 22 | - |",
+    ]
+
+
+def test_kept_against_travel_time_bins_the_checkpoints_that_solve_enough(tmp_path) -> None:
+    a = _run(tmp_path, "a", {1000: (20, 8, 26.0), 2000: (21, 10, 29.0), 3000: (19, 20, 50.0)})
+    b = _run(tmp_path, "b", {1000: (22, 14, 34.0), 2000: (22, 12, 33.0)})
+    out = _script(a, b, "--by-travel-time", "--edges", "27", "30")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    # 3000 of a solves 19 (< 20): left out
+    assert lines[2:5] == [
+        "| under 27 s | 1 | 8.0 | 8 |",
+        "| 27-30 s | 1 | 10.0 | 10 |",
+        "| 30 s and more | 2 | 13.0 | 14 |",
+    ]
+    x, y = [26.0, 29.0, 34.0, 33.0], [8.0, 10.0, 14.0, 12.0]
+    mx, my = sum(x) / 4, sum(y) / 4
+    r = sum((p - mx) * (q - my) for p, q in zip(x, y, strict=True)) / math.sqrt(
+        sum((p - mx) ** 2 for p in x) * sum((q - my) ** 2 for q in y)
+    )
+    assert lines[-1] == f"correlation of COLREGs kept with travel time: {r:.2f} (4 checkpoints)"
+    assert r > 0.9  # these made-up runs keep more the slower they go
+
+
+def test_a_checkpoint_that_solves_nothing_has_no_travel_time(tmp_path) -> None:
+    a = _run(tmp_path, "a", {1000: (0, 0, None), 2000: (22, 20, 40.0)})
+    out = _script(a, "--by-travel-time", "--min-solved", "1", "--edges", "30")
+    assert out.returncode == 0, out.stderr
+    assert "| 30 s and more | 1 | 20.0 | 20 |" in out.stdout
+    assert "| under 30 s | 0 | - | - |" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--labels", "x", "y"], "--labels gives 2 labels for 1 directories"),
+     (["--by-travel-time", "--min-solved", "0"], "--min-solved must be at least 1"),
+     (["--by-travel-time", "--edges", "30", "27"], "--edges must be increasing")],
+)  # fmt: skip
+def test_bad_arguments_are_refused(tmp_path, args, message) -> None:
+    a = _run(tmp_path, "a", {1000: (22, 20, 40.0)})
+    out = _script(a, *args)
+    assert out.returncode == 2 and message in out.stderr
+
+
+def test_a_file_that_is_not_an_imazu_record_is_refused_by_name(tmp_path) -> None:
+    empty = tmp_path / "empty"
+    (empty / "imazu").mkdir(parents=True)
+    out = _script(empty)
+    assert out.returncode == 2 and "no imazu/<timestep>.md records" in out.stderr
+    other = tmp_path / "other"
+    (other / "imazu").mkdir(parents=True)
+    (other / "imazu" / "1000.md").write_text("| metric | value |\n| --- | ---: |\n")
+    out = _script(other)
+    assert out.returncode == 2 and "1000.md: not an Imazu record" in out.stderr
+    named = tmp_path / "named"
+    _record(named / "imazu" / "last.md", [True] * 22, [True] * 22, 30.0)
+    out = _script(named)
+    assert out.returncode == 2
+    assert "last.md: the file name is not a checkpoint's timestep" in out.stderr
