@@ -4,7 +4,8 @@ RUN_DIR/evaluated/<timestep> --scenario imazu`` prints (kept as ``<result>/imazu
 
 ``python benchmarks/imazu_checkpoints.py RESULT_DIR ... [--labels A B ...]`` prints one row per
 run: per checkpoint, the cases whose COLREGs checks all passed over the cases solved
-("kept / solved"), the columns the checkpoints' timesteps.
+("kept / solved"), the columns the checkpoints' timesteps; ``--travel-time`` adds under each run
+the checkpoints' mean time to the goal of the solved cases (s).
 
 ``--by-travel-time`` prints instead, over every checkpoint of the given runs that solves at least
 ``--min-solved`` cases, the COLREGs kept against the mean time to the goal of the solved cases
@@ -79,9 +80,12 @@ def _thousands(timestep: int) -> str:
     return f"{timestep // 1000}k" if timestep % 1000 == 0 else str(timestep)
 
 
-def checkpoint_table(runs: list[tuple[str, list[CheckpointRecord]]]) -> str:
+def checkpoint_table(
+    runs: list[tuple[str, list[CheckpointRecord]]], travel_time: bool = False
+) -> str:
     """One Markdown row per (label, records) run, "kept / solved" per checkpoint; a run without
-    a checkpoint that another has gets "-" there."""
+    a checkpoint that another has gets "-" there. ``travel_time``: under each run's row, a row of
+    its checkpoints' mean travel times (s)."""
     steps = sorted({r.timestep for _, records in runs for r in records})
     lines = [
         "| run | " + " | ".join(_thousands(t) for t in steps) + " |",
@@ -90,6 +94,10 @@ def checkpoint_table(runs: list[tuple[str, list[CheckpointRecord]]]) -> str:
     for label, records in runs:
         by_step = {r.timestep: f"{r.kept} / {r.solved}" for r in records}
         lines.append(f"| {label} | " + " | ".join(by_step.get(t, "-") for t in steps) + " |")
+        if travel_time:
+            times = {r.timestep: f"{r.travel_time:.1f}" for r in records}
+            cells = " | ".join(times.get(t, "-") for t in steps)
+            lines.append(f"| {label}, travel time (s) | {cells} |")
     return "\n".join(lines)
 
 
@@ -138,6 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", type=Path, help="result directories with imazu/")
     parser.add_argument("--labels", nargs="+", help="a row label per result directory")
+    parser.add_argument("--travel-time", action="store_true", help="a travel-time row per run")
     parser.add_argument("--by-travel-time", action="store_true")
     parser.add_argument("--min-solved", type=int, default=20)
     parser.add_argument("--edges", nargs="+", type=float, default=[27.0, 28.5, 30.0, 33.0])
@@ -155,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
             chosen = [r for _, records in runs for r in records if r.solved >= args.min_solved]
             print(travel_time_table(chosen, args.edges))
         else:
-            print(checkpoint_table(runs))
+            print(checkpoint_table(runs, travel_time=args.travel_time))
     except ValueError as error:
         parser.exit(2, f"imazu_checkpoints: {error}\n")
 

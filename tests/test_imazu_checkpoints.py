@@ -63,6 +63,13 @@ def test_the_table_counts_kept_over_solved_per_checkpoint_in_timestep_order(tmp_
         "| run a | 4 / 20 | 12 / 21 |",
         "| run b | 18 / 22 | - |",
     ]
+    out = _script(a, b, "--labels", "run a", "run b", "--travel-time")
+    assert out.stdout.splitlines()[2:] == [
+        "| run a | 4 / 20 | 12 / 21 |",
+        "| run a, travel time (s) | 40.0 | 30.0 |",
+        "| run b | 18 / 22 | - |",
+        "| run b, travel time (s) | 35.0 | - |",
+    ]
 
 
 def test_kept_against_travel_time_bins_the_checkpoints_that_solve_enough(tmp_path) -> None:
