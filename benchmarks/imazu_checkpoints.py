@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,13 +103,12 @@ def checkpoint_table(
 
 
 def pearson(x: list[float], y: list[float]) -> float:
-    """The sample correlation of ``x`` and ``y`` (nan when either is constant)."""
-    n = len(x)
-    mx, my = sum(x) / n, sum(y) / n
-    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
-    sxx = sum((a - mx) ** 2 for a in x)
-    syy = sum((b - my) ** 2 for b in y)
-    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else math.nan
+    """The sample correlation of ``x`` and ``y`` (``statistics.correlation``; nan when either is
+    constant or there are fewer than two points)."""
+    try:
+        return statistics.correlation(x, y)
+    except statistics.StatisticsError:
+        return math.nan
 
 
 def travel_time_table(records: list[CheckpointRecord], edges: list[float]) -> str:
