@@ -53,6 +53,15 @@ def train_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+def benchmark_py(script: str, *args: str) -> subprocess.CompletedProcess:
+    """``python benchmarks/<script> ARGS`` from the repository root, output captured; the
+    caller reads the return code."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *map(str, args)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
 LONG = [*TINY, "agent=dqn", "training.total_timesteps=1000000", "evaluation.first=1000000"]
 
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from marinenav.encounters import format_encounters
 from marinenav.evaluate import format_table
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.run_utils import benchmark_py
 
 
 def _record(path: Path, solved: list[bool], kept: list[bool], travel: float | None) -> None:
@@ -35,13 +33,10 @@ def _record(path: Path, solved: list[bool], kept: list[bool], travel: float | No
 
 
 def _script(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "imazu_checkpoints.py"), *map(str, args)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    return benchmark_py("imazu_checkpoints.py", *args)
 
 
-def _run(tmp_path: Path, name: str, checkpoints: dict[int, tuple[int, int, float]]) -> Path:
+def _run(tmp_path: Path, name: str, checkpoints: dict[int, tuple[int, int, float | None]]) -> Path:
     """A result directory whose checkpoint ``t`` solves ``s`` of 22 cases and keeps the
     COLREGs in ``k`` of them (the first ones), at mean travel time ``tt``."""
     result = tmp_path / name

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.run_utils import benchmark_py
 
 
 def _run(path: Path, rates: list[float], episodes: int = 100) -> Path:
@@ -24,10 +23,7 @@ def _run(path: Path, rates: list[float], episodes: int = 100) -> Path:
 
 
 def _lever_table(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "lever_table.py"), *args],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    return benchmark_py("lever_table.py", *args)
 
 
 def _table(*args: str) -> list[str]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ from marinenav.training.averaging import AVERAGE_KEY, PolicyAverage
 from marinenav.training.checkpoint import load_agent
 from marinenav.training.trainer import Trainer
 from marinenav.training.validation import ConfigError
-from tests.run_utils import ROOT, tiny_config, train_until_killed
+from tests.run_utils import benchmark_py, tiny_config, train_until_killed
 
 AVERAGED = ("training.policy_average_start=0.5", "training.policy_average_interval=20")
 
@@ -168,22 +166,14 @@ def test_averaging_evaluated_snapshots_after_the_fact_gives_the_runs_own_average
     trainer.train()
     assert trainer.policy_average.samples == 2
     out = tmp_path / "averaged"
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "average_snapshots.py"), str(run),
-         "--last", "2", "--out", str(out)],
-        capture_output=True, text=True, cwd=ROOT,
-    )  # fmt: skip
+    done = benchmark_py("average_snapshots.py", run, "--last", "2", "--out", out)
     assert done.returncode == 0, done.stderr
     assert "80, 160" in done.stdout
     loaded, _ = load_agent(out)
     kept = trainer.policy_average.average.module.state_dict()
     for name, value in loaded.policy.selector.state_dict().items():
         torch.testing.assert_close(value, kept[name], msg=name)
-    refused = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "average_snapshots.py"), str(run),
-         "--last", "3", "--out", str(out)],
-        capture_output=True, text=True, cwd=ROOT,
-    )  # fmt: skip
+    refused = benchmark_py("average_snapshots.py", run, "--last", "3", "--out", out)
     assert refused.returncode != 0 and "holds 2 evaluated snapshots" in refused.stderr
 
 
