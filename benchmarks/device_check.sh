@@ -4,7 +4,10 @@
 # in .whl/ (torch is the machine's own); each part writes $OUT/<part>.txt and a failing part
 # does not stop the next.
 #
-#   OUT=/tmp/out bash benchmarks/device_check.sh [PART ...]   # parts: tests sim train run
+#   OUT=/tmp/out bash benchmarks/device_check.sh [PART ...]   # parts: tests sim train run recipe
+#
+# XDIST=N runs the tests in N processes (pytest-xdist); SEED and RECIPE_LIMIT (seconds) set the
+# recipe part's seed and time limit.
 set -u
 out=${OUT:-/tmp/device_check}; mkdir -p "$out"
 parts=${*:-tests sim train run}
@@ -21,7 +24,7 @@ for p in $parts; do
   part "$p"
   case $p in
     tests)  # every test marked cuda (skipped on a machine without one)
-      timeout 200 python3 -m pytest -q -m cuda -p no:cacheprovider -rs \
+      timeout 200 python3 -m pytest -q -m cuda -p no:cacheprovider -rs ${XDIST:+-n $XDIST} \
         tests/test_no_host_sync.py tests/test_generation.py tests/test_nstep.py \
         tests/test_prioritized_sampler.py tests/test_agent_rainbow.py tests/test_env.py \
         tests/test_compile.py ;;
@@ -41,5 +44,21 @@ for p in $parts; do
         training.total_timesteps=102400 evaluation.first=102400 evaluation.interval=102400 \
         checkpoint.interval=102400 logger.progress_bar=false hydra.run.dir=/tmp/gpu_run \
         && tail -3 /tmp/gpu_run/evaluations.jsonl | cut -c1-200 ;;
+    recipe) # the default AC-IQN recipe end to end on the GPU, 320 environments (560,000 and
+            # the evaluation interval are whole numbers of batched steps of 320; 256 is refused),
+            # CUDA graphs. The run's small files (last four evaluated agents, best, evaluations,
+            # log; no checkpoint) come back as $out/recipe_run.tar.gz for the large-set
+            # evaluation (scripts/collect_recipe_run.sh, after copying the last evaluated agent
+            # to checkpoint.pt for the exporter)
+      run=/tmp/gpu_recipe_seed${SEED:-0}; TIMEFORMAT="recipe wall_s=%R cpu_s=%U+%S"
+      time timeout "${RECIPE_LIMIT:-330}" python3 train.py agent=ac_iqn seed="${SEED:-0}" \
+        device=cuda cudagraphs=true env.num_envs=320 logger.progress_bar=false \
+        hydra.run.dir="$run"
+      echo "train.py rc=$?"
+      if [ -d "$run/evaluated" ]; then
+        tail -2 "$run/evaluations.jsonl" | cut -c1-300
+        (cd "$run/evaluated" && ls | sort -n | head -n -4 | xargs -r rm -rf)
+        tar czf "$out/recipe_run.tar.gz" --exclude=./checkpoint.pt -C "$run" .
+      fi ;;
   esac 2>&1 | tee "$out/$p.txt"
 done
