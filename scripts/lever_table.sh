@@ -45,7 +45,9 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
   --lever "AC-IQN: the Optuna study's best, trial 0 (Adam 2.5e-4, raw inputs, lr to 0.73, tau 0.0125; vs the default's values), 560k" \
     "$(seeds $L/optuna_trial0_seed 0 1 2)" "$(seeds $A/seed 0 1 2)" \
   --lever "AC-IQN: trial 0's values with scaled inputs (vs raw, trial 0 itself), 560k" \
-    "$L/optuna_trial0_scaled_seed1" "$L/optuna_trial0_seed1" \
+    "$(seeds $L/optuna_trial0_scaled_seed 0 1 2)" "$(seeds $L/optuna_trial0_seed 0 1 2)" \
+  --lever "AC-IQN: trial 0's values with scaled inputs (vs the default's values), 560k" \
+    "$(seeds $L/optuna_trial0_scaled_seed 0 1 2)" "$(seeds $A/seed 0 1 2)" \
   --lever "SAC: 3-step returns (vs one-step), 480k" \
     "$(seeds results/recipes/sac/seed 0 1)" "$(seeds results/recipes/sac/candidates/lr3e-4_g0.995_480k_seed 0 1)" \
   --lever "DDPG: the weight average over the last stage (vs its last network), the fast part" \
