@@ -17,9 +17,9 @@ import marinenav.training.validation as validation_module
 from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.training.config import crossed
 from marinenav.training.trainer import Trainer, linear_epsilon
-from marinenav.training.validation import ConfigError, memory_estimate, validate
+from marinenav.training.validation import ConfigError, gpu_advice, memory_estimate, validate
 from tests.compile_utils import needs_cxx
-from tests.run_utils import TINY, tiny_config, train_py, train_until_killed
+from tests.run_utils import TINY, compose_config, tiny_config, train_py, train_until_killed
 from tests.sync_utils import count_read_backs
 
 
@@ -350,6 +350,28 @@ def test_cudagraphs_fail_at_start_up_without_cuda(tmp_path: Path) -> None:
     result = train_py("agent=dqn", "cudagraphs=true", *TINY, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: {error.value}"]
+
+
+def test_gpu_advice_names_the_slow_path_on_cuda_only() -> None:
+    """The start-up hint (the trainer prints it on a CUDA device): eager updates where a graph
+    could capture them, and few environments; nothing on a CPU, nothing once both are set, no
+    ``cudagraphs=true`` for an agent that CUDA graphs refuse. A pure function of the config and
+    the device, so it is checked here without a GPU."""
+    cuda, cpu = torch.device("cuda", 0), torch.device("cpu")
+    default = compose_config("agent=ac_iqn")
+    assert gpu_advice(default, cpu) is None
+    advice = gpu_advice(default, cuda)
+    assert advice.startswith("hint: this GPU run takes the slow path; add cudagraphs=true")
+    assert "instead of 16" in advice and "training.total_timesteps=560000" in advice
+    assert "\n" not in advice
+    assert gpu_advice(compose_config("agent=ac_iqn", "cudagraphs=true", "env.num_envs=320"),
+                      cuda) is None  # fmt: skip
+    only_envs = gpu_advice(compose_config("agent=ac_iqn", "cudagraphs=true"), cuda)
+    assert "cudagraphs" not in only_envs and "instead of 16" in only_envs
+    only_graphs = gpu_advice(compose_config("agent=ac_iqn", "env.num_envs=320"), cuda)
+    assert "cudagraphs=true" in only_graphs and "env.num_envs" not in only_graphs
+    # Rainbow's update cannot be one graph (its noise generator): not advised
+    assert gpu_advice(compose_config("agent=rainbow", "env.num_envs=320"), cuda) is None
 
 
 def test_compile_wires_the_env_step_the_acting_network_and_the_update(tmp_path: Path) -> None:

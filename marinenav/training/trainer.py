@@ -90,7 +90,7 @@ from marinenav.training.rundir import (
     record_resume,
 )
 from marinenav.training.updater import Updater
-from marinenav.training.validation import no_update_warning, validate
+from marinenav.training.validation import gpu_advice, no_update_warning, validate
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
 # The trainer's record of a run: what it says to the user, and each evaluation. Under train.py,
@@ -297,6 +297,9 @@ class Trainer:
         warning = no_update_warning(cfg)
         if warning is not None:
             say(f"marinenav: {warning}", error=True)
+        advice = gpu_advice(cfg, self.device)
+        if advice is not None:
+            say(f"marinenav: {advice}")
 
     def _make_policy_average(self) -> PolicyAverage | None:
         """The acting network's weight average from ``training.policy_average_start`` of the
