@@ -4,10 +4,11 @@
 # in .whl/ (torch is the machine's own); each part writes $OUT/<part>.txt and a failing part
 # does not stop the next.
 #
-#   OUT=/tmp/out bash benchmarks/device_check.sh [PART ...]   # parts: tests sim train run recipe
+#   OUT=/tmp/out bash benchmarks/device_check.sh [PART ...]
+#   # parts: tests sim train run recipe compiled
 #
-# XDIST=N runs the tests in N processes (pytest-xdist); SEED and RECIPE_LIMIT (seconds) set the
-# recipe part's seed and time limit.
+# XDIST=N runs the tests in N processes (pytest-xdist); AGENT (ac_iqn), SEED (0) and
+# RECIPE_LIMIT (seconds, 330) set the recipe part's agent, seed and time limit.
 set -u
 out=${OUT:-/tmp/device_check}; mkdir -p "$out"
 parts=${*:-tests sim train run}
@@ -50,15 +51,22 @@ for p in $parts; do
             # log; no checkpoint) come back as $out/recipe_run.tar.gz for the large-set
             # evaluation (scripts/collect_recipe_run.sh, after copying the last evaluated agent
             # to checkpoint.pt for the exporter)
-      run=/tmp/gpu_recipe_seed${SEED:-0}; TIMEFORMAT="recipe wall_s=%R cpu_s=%U+%S"
-      time timeout "${RECIPE_LIMIT:-330}" python3 train.py agent=ac_iqn seed="${SEED:-0}" \
+      run=/tmp/gpu_recipe_${AGENT:-ac_iqn}_seed${SEED:-0}; TIMEFORMAT="recipe wall_s=%R cpu_s=%U+%S"
+      time timeout "${RECIPE_LIMIT:-330}" python3 train.py agent="${AGENT:-ac_iqn}" seed="${SEED:-0}" \
         device=cuda cudagraphs=true env.num_envs=320 logger.progress_bar=false \
         hydra.run.dir="$run"
       echo "train.py rc=$?"
       if [ -d "$run/evaluated" ]; then
         tail -2 "$run/evaluations.jsonl" | cut -c1-300
         (cd "$run/evaluated" && ls | sort -n | head -n -4 | xargs -r rm -rf)
-        tar czf "$out/recipe_run.tar.gz" --exclude=./checkpoint.pt -C "$run" .
+        tar czf "$out/recipe_${AGENT:-ac_iqn}_seed${SEED:-0}.tar.gz" --exclude=./checkpoint.pt \
+          -C "$run" .
       fi ;;
+    compiled) # not measured yet on a GPU: the compiled simulator step, and compiled updates
+              # replayed as CUDA graphs (the first steps compile: allow minutes)
+      timeout 150 python3 benchmarks/sim_throughput.py --device cuda --envs 8192 65536 \
+        --cores 0 --paths eager compiled --seconds 2
+      timeout 200 python3 benchmarks/train_throughput.py --agent ac_iqn --device cuda \
+        --envs 320 --seconds 4 --set cudagraphs=true compile=true ;;
   esac 2>&1 | tee "$out/$p.txt"
 done
