@@ -38,7 +38,7 @@ from tensordict.nn import TensorDictModuleBase
 from marinenav.agents import Agent
 from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
 from marinenav.cli import at_least, run_command
-from marinenav.encounters import encounter_records, format_encounters, own_and_targets
+from marinenav.encounters import format_encounters
 from marinenav.files import FileWriteError, check_writable, write_text
 from marinenav.keys import check_seed, device_named, dtype_named
 from marinenav.planner import PlannerLoadError, PlannerPolicy, planner_policy
@@ -69,17 +69,8 @@ def evaluate_policy(
     ship among traffic (the Imazu cases) also get their encounters' COLREGs checks
     (:mod:`marinenav.encounters`): ``metrics["encounters"]`` per episode and
     ``metrics["colregs"]``, how many such episodes kept the COLREGs."""
-    scenarios = list(evaluation_set.scenarios)
     evaluator = Evaluator(evaluation_set, action_kind, gamma, device)
-    encounters = any(own_and_targets(s) is not None for s in scenarios)
-    metrics = evaluator.run(policy, compact=compact, tracks=encounters)
-    if encounters:
-        successes = metrics["episodes"]["success"]
-        records = encounter_records(scenarios, metrics.pop("tracks"), successes)
-        metrics["encounters"] = records
-        kept = [r["colregs_kept"] for r in records if r is not None]
-        metrics["colregs"] = {"episodes": len(kept), "kept": sum(kept)}
-    return metrics
+    return evaluator.run_with_encounters(policy, compact=compact)
 
 
 def evaluate_agent(

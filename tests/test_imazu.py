@@ -278,3 +278,66 @@ def test_the_layouts_timestep_penalty_is_its_episodes_reward_per_step() -> None:
 def test_a_positive_or_huge_timestep_penalty_is_refused(value) -> None:
     with pytest.raises(ValueError, match=re.escape("scenario.timestep_penalty must be in [-1, 0]")):
         make_layout("imazu", {"timestep_penalty": value})
+
+
+def test_the_trainer_counts_the_colregs_kept_at_every_evaluation(tmp_path) -> None:
+    """A run whose evaluation set holds encounter episodes (``scenario=imazu``) logs at every
+    evaluation how many kept the COLREGs (``eval/colregs_kept``, and ``colregs`` in
+    evaluations.jsonl without the per-target checks): the count and the successes that
+    ``marinenav.evaluate`` gives the evaluated agent on the run's own set. A random-layout run
+    logs none."""
+    import json
+
+    from marinenav.encounters import own_and_targets
+    from marinenav.evaluate import evaluate_agent, run_evaluation_set
+    from marinenav.training.checkpoint import load_agent
+    from marinenav.training.trainer import Trainer
+    from tests.run_utils import tiny_config
+
+    run = tmp_path / "imazu"
+    Trainer(tiny_config("agent=dqn", "scenario=imazu", "checkpoint.keep_evaluated=true"),
+            run).train()  # fmt: skip
+    scenarios = json.loads((run / "eval_configs.json").read_text())
+    encounters = sum(own_and_targets(s) is not None for s in scenarios)
+    assert encounters == len(scenarios) > 0
+    lines = (run / "evaluations.jsonl").read_text().splitlines()
+    evaluations = [json.loads(line) for line in lines]
+    assert [e["timestep"] for e in evaluations] == [80, 160]
+    for metrics in evaluations:
+        assert metrics["colregs"]["episodes"] == encounters and "encounters" not in metrics
+        assert metrics["eval/colregs_kept"] == metrics["colregs"]["kept"]
+        assert 0 <= metrics["colregs"]["kept"] <= sum(metrics["episodes"]["success"])
+        agent, config = load_agent(run / "evaluated" / str(metrics["timestep"]))
+        again = evaluate_agent(agent, run_evaluation_set(run, config))
+        assert again["colregs"] == metrics["colregs"]
+        assert again["episodes"]["success"] == metrics["episodes"]["success"]
+        assert len(again["encounters"]) == len(scenarios)
+    logged = (run / "logs" / "scalars" / "eval" / "colregs_kept.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in logged] == ["80", "160"]
+
+    plain = tmp_path / "random"
+    Trainer(tiny_config("agent=dqn"), plain).train()
+    for line in (plain / "evaluations.jsonl").read_text().splitlines():
+        assert "colregs" not in json.loads(line) and "eval/colregs_kept" not in json.loads(line)
+    assert not (plain / "logs" / "scalars" / "eval" / "colregs_kept.csv").exists()
+
+
+def test_the_trainers_count_is_the_evaluators_with_a_policy_that_keeps_some(tmp_path, monkeypatch):
+    """The count the trainer logs is the evaluator's, on a policy that keeps the COLREGs in some
+    cases and not in others (the textbook APF baseline acting for the run's agent, the full
+    step cap): neither all nor none, and equal to the sum of ``marinenav.evaluate``'s
+    per-episode records."""
+    from marinenav.baselines import baseline_policy
+    from marinenav.evaluate import evaluate_baseline
+    from marinenav.training.trainer import Trainer
+    from tests.run_utils import tiny_config
+
+    trainer = Trainer(tiny_config("agent=dqn", "scenario=imazu", "evaluation.max_steps=1001"),
+                      tmp_path)  # fmt: skip
+    apf = baseline_policy("apf")
+    monkeypatch.setattr(trainer.agent, "policy", apf)
+    logged = trainer.evaluate()
+    records = evaluate_baseline(apf, trainer.evaluator.evaluation_set)["encounters"]
+    kept = sum(record["colregs_kept"] for record in records)
+    assert logged["eval/colregs_kept"] == kept == logged["colregs"]["kept"]
+    assert 0 < kept < len(records) == logged["colregs"]["episodes"]

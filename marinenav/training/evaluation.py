@@ -54,6 +54,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
+from marinenav.encounters import encounter_records, own_and_targets
 from marinenav.envs import MarineNavEnv
 from marinenav.keys import (
     ACTION_KEY,
@@ -347,6 +348,29 @@ class Evaluator:
         self.evaluation_set = evaluation_set
         self.env = evaluation_set.environment(action_kind, device)
         self.gamma = gamma
+        # episodes of one own ship among traffic (the Imazu cases, alone or in a mixture)
+        self.encounter_episodes = sum(
+            own_and_targets(scenario) is not None for scenario in evaluation_set.scenarios
+        )
+
+    def run_with_encounters(
+        self, policy: TensorDictModuleBase, compact: bool = True
+    ) -> dict[str, Any]:
+        """:meth:`run`, and for a set with encounter episodes their COLREGs checks
+        (:mod:`marinenav.encounters`, from the episodes' tracks): ``metrics["encounters"]``,
+        per episode its targets' checks (``None`` for the other episodes), and
+        ``metrics["colregs"]``, ``{"episodes": n, "kept": k}``: how many of the n encounter
+        episodes kept the COLREGs. A set without encounters: :meth:`run` alone."""
+        if not self.encounter_episodes:
+            return self.run(policy, compact=compact)
+        metrics = self.run(policy, compact=compact, tracks=True)
+        successes = metrics["episodes"]["success"]
+        scenarios = list(self.evaluation_set.scenarios)
+        records = encounter_records(scenarios, metrics.pop("tracks"), successes)
+        metrics["encounters"] = records
+        kept = [record["colregs_kept"] for record in records if record is not None]
+        metrics["colregs"] = {"episodes": len(kept), "kept": sum(kept)}
+        return metrics
 
     @staticmethod
     def _act_on_rows(

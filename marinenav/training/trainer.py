@@ -567,8 +567,11 @@ class Trainer:
         # the planner this run would give now: the weight average, once it has a sample
         average = self.policy_average
         with nullcontext() if average is None else average.acting():
-            metrics = self.evaluator.run(self.agent.policy)
+            metrics = self.evaluator.run_with_encounters(self.agent.policy)
         self.agent.policy.train()
+        if "colregs" in metrics:  # the count is logged; the per-target checks are evaluate's
+            metrics.pop("encounters")
+            metrics["eval/colregs_kept"] = metrics["colregs"]["kept"]
         if bar is not None:
             bar.set_description("training")
         metrics["timestep"] = self.timesteps
