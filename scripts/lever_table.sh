@@ -49,7 +49,7 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
   --lever "AC-IQN: trial 0's values with scaled inputs (vs the default's values), 560k" \
     "$(seeds $L/optuna_trial0_scaled_seed 0 1 2)" "$(seeds $A/seed 0 1 2)" \
   --lever "SAC: 3-step returns (vs one-step), 480k" \
-    "$(seeds results/recipes/sac/seed 0 1)" "$(seeds results/recipes/sac/candidates/lr3e-4_g0.995_480k_seed 0 1)" \
+    "$(seeds results/recipes/sac/seed 0 1 2)" "$(seeds results/recipes/sac/candidates/lr3e-4_g0.995_480k_seed 0 1 2)" \
   --lever "DDPG: the weight average over the last stage (vs its last network), the fast part" \
     "$(seeds results/recipes/ddpg/averaged_seed 2 3 4)" "$(seeds results/recipes/ddpg/seed 2 3 4)" \
   --lever "SAC: the weight average over the last stage (vs its last network), the fast part" \
