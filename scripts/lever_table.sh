@@ -48,6 +48,10 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
     "$(seeds $L/optuna_trial0_scaled_seed 0 1 2)" "$(seeds $L/optuna_trial0_seed 0 1 2)" \
   --lever "AC-IQN: trial 0's values with scaled inputs (vs the default's values), 560k" \
     "$(seeds $L/optuna_trial0_scaled_seed 0 1 2)" "$(seeds $A/seed 0 1 2)" \
+  --lever "AC-IQN: 320 environments (vs 16), the default, one CPU core" \
+    "$(seeds $L/e320_seed 0 1 2)" "$(seeds $A/seed 0 1 2)" \
+  --lever "AC-IQN, 320 environments: trained on an H200 with CUDA graphs (vs one CPU core), the default" \
+    "$(seeds $A/gpu/h200_e320_seed 0 1)" "$(seeds $L/e320_seed 0 1)" \
   --lever "SAC: 3-step returns (vs one-step), 480k" \
     "$(seeds results/recipes/sac/seed 0 1 2)" "$(seeds results/recipes/sac/candidates/lr3e-4_g0.995_480k_seed 0 1 2)" \
   --lever "DDPG: the weight average over the last stage (vs its last network), the fast part" \
