@@ -116,10 +116,10 @@ def test_agent_options_out_of_range_are_refused_at_start_up(
          "timesteps; raise training.total_timesteps or lower env.num_envs"),
         (("env.num_envs=256", "training.total_timesteps=1000000"),
          "training.total_timesteps=1000000 is not a whole number of batched steps of "
-         "env.num_envs=256 timesteps; use 999936 or 1000192"),
+         "env.num_envs=256 timesteps; use 999936 or 1000192, or env.num_envs=250 or 320"),
         (("env.num_envs=2", "training.total_timesteps=161"),
          "training.total_timesteps=161 is not a whole number of batched steps of "
-         "env.num_envs=2 timesteps; use 160 or 162"),
+         "env.num_envs=2 timesteps; use 160 or 162, or env.num_envs=1 or 7"),
     ],
 )  # fmt: skip
 def test_a_budget_of_part_of_a_batched_step_is_refused(

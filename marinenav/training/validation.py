@@ -120,7 +120,8 @@ def check_cudagraphs(cfg) -> None:
 def check_budget(cfg) -> None:
     """``training.total_timesteps`` is a whole number of batched steps (``env.num_envs``
     timesteps each), at least one: the trainer steps every environment at once and stops at
-    the first multiple of ``env.num_envs`` that reaches the budget."""
+    the first multiple of ``env.num_envs`` that reaches the budget. The refusal names the
+    nearest budgets and the nearest numbers of environments that divide it."""
     total, num_envs = cfg.training.total_timesteps, cfg.env.num_envs
     if total < num_envs:
         raise ConfigError(
@@ -130,9 +131,12 @@ def check_budget(cfg) -> None:
         )
     if total % num_envs:
         below = total - total % num_envs
+        fewer = next(n for n in range(num_envs - 1, 0, -1) if total % n == 0)
+        more = next(n for n in range(num_envs + 1, total + 1) if total % n == 0)
         raise ConfigError(
             f"training.total_timesteps={total} is not a whole number of batched steps of "
-            f"env.num_envs={num_envs} timesteps; use {below} or {below + num_envs}"
+            f"env.num_envs={num_envs} timesteps; use {below} or {below + num_envs}, or "
+            f"env.num_envs={fewer} or {more}"
         )
 
 
