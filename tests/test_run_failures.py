@@ -98,5 +98,5 @@ def test_a_sweep_runs_its_valid_jobs_and_names_the_refused_one(tmp_path: Path) -
     assert result.stderr.splitlines()[-1] == (
         "error: 1 job(s) of the sweep failed: job 0 "
         "(training.total_timesteps=161): training.total_timesteps=161 is not a whole number "
-        "of batched steps of env.num_envs=2 timesteps; use 160 or 162"
+        "of batched steps of env.num_envs=2 timesteps; use 160 or 162, or env.num_envs=1 or 7"
     )
