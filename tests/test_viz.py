@@ -171,6 +171,28 @@ def test_seeds_average_to_mean_and_standard_error(two_seeds: list[Path], tmp_pat
         assert image.format == "PNG" and image.size == (1500, 450)
 
 
+def test_a_run_that_counted_the_colregs_gets_a_fourth_panel(two_seeds, tmp_path: Path) -> None:
+    """Evaluations with ``eval/colregs_kept`` (a set with encounter episodes) add a panel of
+    the count, averaged over seeds as the others; runs without it keep their three panels."""
+    for run, kept in zip(two_seeds, ([10, 14], [12, 20, 21]), strict=True):
+        lines = (run / "evaluations.jsonl").read_text().splitlines()
+        records = [json.loads(line) | {"eval/colregs_kept": k}
+                   for line, k in zip(lines, kept, strict=True)]  # fmt: skip
+        (run / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    curves = aggregate(load_runs(two_seeds))
+    np.testing.assert_allclose(curves["sac"]["colregs_kept_mean"], [11.0, 17.0])
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    axes = draw_learning_curves(fig, curves)
+    assert [ax.get_title() for ax in axes][-1] == "COLREGs kept (encounter episodes)"
+    assert len(axes) == 4
+    np.testing.assert_allclose(axes[3].lines[0].get_ydata(), [11.0, 17.0])
+    path = tmp_path / "colregs.png"
+    plot_learning_curves(two_seeds, path)
+    with Image.open(path) as image:
+        assert image.size == (2000, 450)
+
+
 def viz(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "marinenav.viz", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)  # fmt: skip

@@ -1,7 +1,8 @@
 """Learning curves of one or several runs (as the original's ``plot_training_results``).
 
 Each run directory holds ``evaluations.jsonl``, one line per evaluation round on the fixed set
-(``timestep``, ``eval/return``, ``eval/success_rate``, ``eval/travel_time``, ``eval/energy``).
+(``timestep``, ``eval/return``, ``eval/success_rate``, ``eval/travel_time``, ``eval/energy``,
+and ``eval/colregs_kept`` where the set holds encounter episodes: a fourth panel).
 Runs sharing a label (by default the agent's name: seeds of one agent) are averaged per
 evaluation timestep: the mean and its standard error ``std / sqrt(n)`` over the runs (``std``
 with ``ddof=0``, as the original's ``np.std``).
@@ -30,7 +31,8 @@ from omegaconf import OmegaConf
 from marinenav.files import save_figure
 
 EVALUATIONS_NAME = "evaluations.jsonl"
-METRICS = ("return", "success_rate", "travel_time", "energy")  # the eval/ keys of a round
+# the eval/ keys of a round; colregs_kept only where the set holds encounter episodes (NaN else)
+METRICS = ("return", "success_rate", "travel_time", "energy", "colregs_kept")
 NUM_STAGES = 6  # the paper's curriculum
 STAGE_METRICS = tuple(f"success_rate_stage{s}" for s in range(NUM_STAGES))  # NaN where absent
 PANELS = (
@@ -38,6 +40,7 @@ PANELS = (
     ("success_rate", "Success Rate"),
     ("travel_time", "Average Travel Time (s)"),
 )
+COLREGS_PANEL = ("colregs_kept", "COLREGs kept (encounter episodes)")  # when a run has it
 
 
 @dataclass
@@ -49,8 +52,9 @@ class RunCurves:
         label: the group the run belongs to (runs with one label are averaged).
         timesteps: ``[K]`` int, training timesteps of the rounds, increasing.
         values: metric name (:data:`METRICS`) -> ``[K]`` values: mean discounted return over
-            the episodes, success rate in [0, 1], and travel time (s) and thrust energy of the
-            successful episodes (NaN where none succeeded).
+            the episodes, success rate in [0, 1], travel time (s) and thrust energy of the
+            successful episodes (NaN where none succeeded), and the encounter episodes that
+            kept the COLREGs (NaN where the set has none).
     """
 
     run_dir: Path
@@ -192,11 +196,18 @@ def draw_mean_and_band(ax: Axes, curves: dict[str, dict[str, np.ndarray]], metri
                             linewidth=0)  # fmt: skip
 
 
+def has_colregs(curves: dict[str, dict[str, np.ndarray]]) -> bool:
+    """Whether some run counted the COLREGs kept (its set held encounter episodes)."""
+    return any(np.isfinite(c["colregs_kept_mean"]).any() for c in curves.values())
+
+
 def draw_learning_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) -> list[Axes]:
-    """Draw the three panels of :data:`PANELS` on ``fig`` from :func:`aggregate`'s output:
-    per label a mean line and, with several runs, a shaded mean +- standard error band."""
-    axes = fig.subplots(1, len(PANELS))
-    for ax, (metric, title) in zip(axes, PANELS, strict=True):
+    """Draw the three panels of :data:`PANELS` on ``fig`` from :func:`aggregate`'s output, and
+    :data:`COLREGS_PANEL` when some run counted the COLREGs kept: per label a mean line and,
+    with several runs, a shaded mean +- standard error band."""
+    panels = PANELS + ((COLREGS_PANEL,) if has_colregs(curves) else ())
+    axes = fig.subplots(1, len(panels))
+    for ax, (metric, title) in zip(axes, panels, strict=True):
         draw_mean_and_band(ax, curves, metric)
         ax.set_title(title)
         if metric == "travel_time" and all(np.isnan(c[f"{metric}_mean"]).all()
@@ -259,13 +270,14 @@ def plot_learning_curves(
     per_stage: bool = False,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Write the learning curves of ``run_dirs`` (grouped by ``labels`` or ``group_by``, see
-    :func:`load_runs`) to an image file ``path``: the three panels of :data:`PANELS`, or with
-    ``per_stage`` the success rate of each curriculum stage. Returns the plotted
+    :func:`load_runs`) to an image file ``path``: the panels of :func:`draw_learning_curves`,
+    or with ``per_stage`` the success rate of each curriculum stage. Returns the plotted
     :func:`aggregate`."""
     curves = aggregate(load_runs(run_dirs, labels, group_by))
     if size_inches is None:  # per stage: 3 inches a panel (at least 6 for a lone panel)
         panels = max(2, len(stages_with_data(curves)))
-        size_inches = (3.0 * panels, 3.5) if per_stage else (15.0, 4.5)
+        wide = 20.0 if has_colregs(curves) else 15.0
+        size_inches = (3.0 * panels, 3.5) if per_stage else (wide, 4.5)
     fig = Figure(figsize=size_inches, dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
     (draw_stage_curves if per_stage else draw_learning_curves)(fig, curves)
