@@ -75,4 +75,4 @@ seeds() { # seeds PREFIX N...: PREFIX0,PREFIX1,... for the given seeds
   --lever "IQN on the quick recipe: the weight average over the last stage (vs its last network)" \
     "$(seeds results/recipes/iqn/quick/seed 0 1 2 3 4 5 6 7 8 9)" "$(seeds results/recipes/iqn/quick/online_seed 0 1 2 3 4 5 6 7 8 9)" \
   --lever "DDPG: 480k (vs 800k)" \
-    results/recipes/ddpg/seed0 results/recipes/ddpg/candidates/800k_seed0
+    "$(seeds results/recipes/ddpg/seed 0 1 2)" "$(seeds results/recipes/ddpg/candidates/800k_seed 0 1 2)"
