@@ -48,7 +48,7 @@ for p in $parts; do
     recipe) # the default AC-IQN recipe end to end on the GPU, 320 environments (560,000 and
             # the evaluation interval are whole numbers of batched steps of 320; 256 is refused),
             # CUDA graphs. The run's small files (last four evaluated agents, best, evaluations,
-            # log; no checkpoint) come back as $out/recipe_run.tar.gz for the large-set
+            # log; no checkpoint) come back as $out/recipe_<agent>_seed<S>.tar.gz for the large-set
             # evaluation (scripts/collect_recipe_run.sh, after copying the last evaluated agent
             # to checkpoint.pt for the exporter)
       run=/tmp/gpu_recipe_${AGENT:-ac_iqn}_seed${SEED:-0}; TIMEFORMAT="recipe wall_s=%R cpu_s=%U+%S"

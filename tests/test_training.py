@@ -363,6 +363,10 @@ def test_gpu_advice_names_the_slow_path_on_cuda_only() -> None:
     advice = gpu_advice(default, cuda)
     assert advice.startswith("hint: this GPU run takes the slow path; add cudagraphs=true")
     assert "instead of 16" in advice and "training.total_timesteps=560000" in advice
+    assert "e.g. 280)" in advice  # the first number of environments from 256 dividing 560000
+    # a budget under 256 timesteps has no room for more environments: no such tip
+    small = gpu_advice(compose_config("agent=ac_iqn", "training.total_timesteps=160"), cuda)
+    assert "cudagraphs=true" in small and "env.num_envs" not in small
     assert "\n" not in advice
     assert gpu_advice(compose_config("agent=ac_iqn", "cudagraphs=true", "env.num_envs=320"),
                       cuda) is None  # fmt: skip

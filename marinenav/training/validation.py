@@ -117,6 +117,13 @@ def check_cudagraphs(cfg) -> None:
         raise ConfigError(refusal)
 
 
+def nearest_divisor(total: int, start: int, step: int) -> int:
+    """The first number of environments from ``start``, counting by ``step`` (+1 up, -1 down),
+    that divides ``total`` timesteps into whole batched steps (1 and ``total`` always do)."""
+    end = total + 1 if step > 0 else 0
+    return next(n for n in range(start, end, step) if total % n == 0)
+
+
 def check_budget(cfg) -> None:
     """``training.total_timesteps`` is a whole number of batched steps (``env.num_envs``
     timesteps each), at least one: the trainer steps every environment at once and stops at
@@ -131,8 +138,8 @@ def check_budget(cfg) -> None:
         )
     if total % num_envs:
         below = total - total % num_envs
-        fewer = next(n for n in range(num_envs - 1, 0, -1) if total % n == 0)
-        more = next(n for n in range(num_envs + 1, total + 1) if total % n == 0)
+        fewer = nearest_divisor(total, num_envs - 1, -1)
+        more = nearest_divisor(total, num_envs + 1, 1)
         raise ConfigError(
             f"training.total_timesteps={total} is not a whole number of batched steps of "
             f"env.num_envs={num_envs} timesteps; use {below} or {below + num_envs}, or "
@@ -196,10 +203,11 @@ def gpu_advice(cfg, device: torch.device) -> str | None:
     tips = []
     if not cfg.cudagraphs and cudagraph_refusal(agent_class(cfg.agent.name), device) is None:
         tips.append("cudagraphs=true (eager updates are no faster than one CPU core's)")
-    if cfg.env.num_envs < GPU_ENVS:
+    total = cfg.training.total_timesteps
+    if cfg.env.num_envs < GPU_ENVS <= total:
         tips.append(
             f"env.num_envs of a few hundred instead of {cfg.env.num_envs} (a divisor of "
-            f"training.total_timesteps={cfg.training.total_timesteps}, e.g. 320 for 560000)"
+            f"training.total_timesteps={total}, e.g. {nearest_divisor(total, GPU_ENVS, 1)})"
         )
     if not tips:
         return None
