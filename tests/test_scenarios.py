@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,10 +25,12 @@ from marinenav.scenarios import (
     register_layout,
 )
 from marinenav.sim import InfoState, MarineNavSimulator, save_scenario_file
+from marinenav.sim.constants import VesselRole
 from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule, CurriculumTable
 from marinenav.sim.generation import generate_scenarios
 from marinenav.sim.rules import REWARD_TERMS
 from marinenav.sim.scenario import Scenario, Slots, default_scenario
+from marinenav.sim.traffic import cruise_thrust
 from marinenav.training.config import layout_of
 from marinenav.training.trainer import Trainer
 from tests.run_utils import tiny_config
@@ -88,6 +91,91 @@ def test_the_random_evaluation_set_is_unchanged_by_the_layout() -> None:
     assert paper == evaluation_scenarios(DEFAULT_TRAINING_SCHEDULE, 10, 253, (5, 4, 0))
     robots = [s["env"]["num_robots"] for s in paper]
     assert robots == [3] * 10 + [4] * 10 + [5] * 40  # stage by stage, the paper's counts
+
+
+def _random_with(traffic: float, n: int = 512, seed: int = 3, **options) -> Scenario:
+    """Stage 2 of SHORT (four vessels, cores), from ``seed``, with traffic at ``traffic``."""
+    fields = {name: list(getattr(SHORT, name)) for name in (
+        "timesteps", "num_robots", "num_cores", "num_obstacles", "min_start_goal_dis")}  # fmt: skip
+    layout = make_layout("random", {**fields, "traffic": traffic, **options})
+    base = default_scenario(n, *layout.slots, dtype=torch.float64)
+    step = torch.tensor(200, dtype=torch.int64)
+    return layout.generate(base, step, torch.Generator().manual_seed(seed))
+
+
+def test_random_traffic_off_is_the_original_episodes_and_stream() -> None:
+    """``traffic=0`` draws nothing: the episodes equal the sampler's, every vessel the
+    policy's, and the generator is where the sampler leaves it."""
+    layout = make_layout("random", {"traffic": 0.0})
+    base = default_scenario(16, *layout.slots)
+    step = torch.tensor(0, dtype=torch.int64)
+    ours, theirs = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    got = layout.generate(base, step, ours)
+    table = CurriculumTable(layout.schedule)
+    _equal(got, generate_scenarios(base, *table.stage_params(step, 16), generator=theirs))
+    assert torch.equal(ours.get_state(), theirs.get_state())
+    assert bool((got.robot_role == 0).all())
+
+
+def test_random_traffic_holds_course_for_its_goal_at_its_speed() -> None:
+    """With ``traffic``, about that share of the vessels after the first hold course: each
+    heads from its start straight for its goal, under way at ``traffic_speed`` with the
+    thrusts that keep it there; the first vessel and the placement stay as without traffic."""
+    plain, mixed = _random_with(0.0), _random_with(0.4, traffic_speed=2.0)
+    for name in ("robot_present", "start", "goal", "obstacle_present", "core_present"):
+        assert torch.equal(getattr(plain, name), getattr(mixed, name)), name
+    hold = mixed.robot_role == int(VesselRole.HOLD)
+    others = mixed.robot_present.clone()
+    others[:, 0] = False
+    assert not bool(hold[:, 0].any()) and bool((hold <= others).all())
+    share = float(hold.sum() / others.sum())  # host: test
+    assert 0.35 < share < 0.45  # about 1,500 vessels at chance 0.4
+    course = mixed.goal - mixed.start
+    heading = torch.atan2(course[..., 1], course[..., 0]).remainder(2 * math.pi)
+    torch.testing.assert_close(mixed.init_theta[hold], heading[hold])
+    speed = torch.linalg.vector_norm(mixed.init_velocity_r[..., :2], dim=-1)
+    torch.testing.assert_close(speed[hold], torch.full_like(speed[hold], 2.0))
+    along = (mixed.init_velocity_r[..., :2] * course).sum(-1)
+    assert bool((along[hold] > 0).all())  # toward the goal, not away
+    thrust = float(cruise_thrust(torch.tensor(2.0, dtype=torch.float64)))
+    assert bool((mixed.init_thrust[hold] == thrust).all())
+    policy = ~hold
+    for name in ("init_theta", "init_velocity_r", "init_thrust"):
+        assert torch.equal(getattr(mixed, name)[policy], getattr(plain, name)[policy]), name
+
+
+def test_random_traffic_sails_straight_and_the_set_to_measure_on_stays_the_originals() -> None:
+    """In the simulator a holding vessel of the random layout keeps its speed along its
+    start-goal line (no cores in stage 0); the evaluation set has no traffic."""
+    layout = make_layout("random", {"traffic": 1.0, "num_cores": [0] * 6})
+    sim = MarineNavSimulator(32, "continuous", *layout.slots, layout=layout, seed=1,
+                             dtype=torch.float64)  # fmt: skip
+    sim.reset()
+    hold = sim.scenario.robot_role == int(VesselRole.HOLD)
+    assert bool(hold.any())
+    for _ in range(4):
+        sim.step(torch.zeros(32, sim.robot_slots, 2, dtype=torch.float64))
+    course = sim.scenario.goal - sim.scenario.start
+    made = sim.state.pos - sim.scenario.start
+    off_line = (course[..., 0] * made[..., 1] - course[..., 1] * made[..., 0]).abs()
+    off_line = off_line / torch.linalg.vector_norm(course, dim=-1)
+    assert float(off_line[hold].max()) < 1e-6  # host: test
+    speed = torch.linalg.vector_norm(sim.state.velocity[..., :2], dim=-1)
+    torch.testing.assert_close(speed[hold], torch.full_like(speed[hold], 1.5))
+    assert layout.evaluation_scenarios(10, 253, (5, 4, 0)) == make_layout(
+        "random", {"num_cores": [0] * 6}
+    ).evaluation_scenarios(10, 253, (5, 4, 0))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"traffic": 1.5}, "scenario.traffic must be in [0, 1]"),
+     ({"traffic": -0.1}, "scenario.traffic must be in [0, 1]"),
+     ({"traffic_speed": 4.0}, "scenario.traffic_speed must be in [0.5, 3] m/s")],
+)  # fmt: skip
+def test_bad_random_traffic_options_are_refused_in_one_line(options: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_layout("random", options)
 
 
 # ---------------------------------------------------------------------------- harbour
@@ -355,10 +443,13 @@ def test_train_on_scenario_files(tmp_path: Path) -> None:
     [(["scenario=harbour", "env.obstacle_slots=4"], "set env.obstacle_slots=6 or more"),
      (["scenario=harbour", "scenario.northbound=5"], "scenario.northbound must be"),
      (["scenario=files", "scenario.paths=[/nonexistent/a.json]"], "no scenario file at"),
-     (["scenario=files"], "needs scenario.paths")],
+     (["scenario=files"], "needs scenario.paths"),
+     (["scenario.traffic=2.0"], "scenario.traffic must be in [0, 1]"),
+     (["scenario=mix", "+scenario.parts.open_water.options.traffic=2.0"],
+      "scenario.traffic must be in [0, 1]")],
 )  # fmt: skip
 def test_bad_scenario_configs_fail_before_a_run_starts(overrides: list, message: str) -> None:
     from marinenav.training.validation import ConfigError, validate
 
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         validate(tiny_config("agent=dqn", *overrides))

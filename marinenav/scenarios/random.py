@@ -6,16 +6,25 @@ budget of 500 attempts per kind: :func:`marinenav.sim.generation.generate_scenar
 counts of the curriculum stage the clock is in (``conf/curriculum/``; docs/simulator.md,
 "Scenarios and the curriculum"). The options are the curriculum's: ``conf/scenario/random.yaml``
 takes them from the ``curriculum`` group, so ``curriculum=fast`` changes them.
+
+Two options of the layout's own, for training only: ``traffic``, the chance that each vessel
+but the first is traffic that does not give way (it starts under way at ``traffic_speed``
+straight for its goal and holds course and speed: ``VesselRole.HOLD``, docs/simulator.md,
+"Traffic"), and ``traffic_speed``. At 0 (the default) nothing is drawn: the generator's stream
+and every episode are the original's. The evaluation sets stay the original's (cooperative
+vessels only), so a run trained with traffic is measured on the same sets as any other.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from marinenav.scenarios.base import ScenarioLayout, check_slots, register_layout
+from marinenav.sim.constants import VesselRole
 from marinenav.sim.curriculum import (
     DEFAULT_TRAINING_SCHEDULE,
     CurriculumSchedule,
@@ -25,6 +34,7 @@ from marinenav.sim.curriculum import (
 from marinenav.sim.generation import generate_scenarios
 from marinenav.sim.scenario import Scenario, Slots, default_scenario
 from marinenav.sim.scenario_json import scenarios_to_dicts
+from marinenav.sim.traffic import cruise_thrust
 
 _PAPER = DEFAULT_TRAINING_SCHEDULE
 
@@ -40,6 +50,8 @@ class RandomConfig:
     min_start_goal_dis: list[float] = field(
         default_factory=lambda: list(_PAPER.min_start_goal_dis)
     )  # m
+    traffic: float = 0.0  # chance that a vessel other than the first holds course and speed
+    traffic_speed: float = 1.5  # m/s, the speed such a vessel starts with and keeps
 
 
 @register_layout
@@ -64,6 +76,14 @@ class RandomLayout(ScenarioLayout):
             )  # fmt: skip
         elif config is not None:
             raise ValueError("give a RandomConfig or a schedule, not both")
+        c = config or RandomConfig()
+        if not 0.0 <= c.traffic <= 1.0:
+            raise ValueError(f"scenario.traffic must be in [0, 1] (a chance), got {c.traffic}")
+        if not 0.5 <= c.traffic_speed <= 3.0:
+            raise ValueError(
+                f"scenario.traffic_speed must be in [0.5, 3] m/s, got {c.traffic_speed}"
+            )
+        self.traffic, self.traffic_speed = c.traffic, c.traffic_speed
         self.schedule = schedule
         # device tables, made once per (device, dtype) the layout is used on
         self._tables: dict[tuple[torch.device, torch.dtype], CurriculumTable] = {}
@@ -86,7 +106,37 @@ class RandomLayout(ScenarioLayout):
         if table is None:
             table = self._tables[key] = CurriculumTable(self.schedule, *key)
         counts = table.stage_params(step, base.num_envs)
-        return generate_scenarios(base, *counts, generator=generator)
+        scenario = generate_scenarios(base, *counts, generator=generator)
+        if self.traffic == 0:  # no draw: the original's episodes, the generator's stream
+            return scenario
+        return self._with_traffic(scenario, generator)
+
+    def _with_traffic(self, scenario: Scenario, generator: torch.Generator) -> Scenario:
+        """``scenario`` with each present vessel but the first made, with chance
+        :attr:`traffic`, a vessel that holds course and speed: heading for its goal from its
+        start, under way at :attr:`traffic_speed` with the thrusts that keep it there. The
+        first vessel of every episode stays the policy's."""
+        n, R = scenario.robot_present.shape
+        device, dtype = scenario.start.device, scenario.start.dtype
+        draw = torch.rand((n, R), generator=generator, dtype=dtype, device=device)
+        hold = scenario.robot_present & (draw < self.traffic)
+        hold[:, 0] = False
+        out = scenario.tensors()
+        out["robot_role"] = torch.where(hold, int(VesselRole.HOLD), scenario.robot_role)
+        course = scenario.goal - scenario.start  # [n, R, 2] m, world frame
+        heading = torch.atan2(course[..., 1], course[..., 0])  # from x (North) toward y (East)
+        out["init_theta"] = torch.where(
+            hold, torch.remainder(heading, 2 * math.pi), scenario.init_theta
+        )
+        speed = torch.full_like(heading, self.traffic_speed)
+        direction = torch.stack((heading.cos(), heading.sin()), dim=-1)
+        velocity = torch.cat(
+            (speed.unsqueeze(-1) * direction, torch.zeros_like(speed)[..., None]), -1
+        )
+        out["init_velocity_r"] = torch.where(hold.unsqueeze(-1), velocity, scenario.init_velocity_r)
+        thrust = cruise_thrust(speed).unsqueeze(-1).expand(n, R, 2)
+        out["init_thrust"] = torch.where(hold.unsqueeze(-1), thrust, scenario.init_thrust)
+        return Scenario(**out)
 
     def evaluation_scenarios(
         self, episodes_per_stage: int, seed: int, slots: Slots | tuple[int, int, int]
