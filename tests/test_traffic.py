@@ -15,7 +15,7 @@ from marinenav.sim import MarineNavSimulator, load_scenario_file
 from marinenav.sim.constants import InfoState, VesselRole
 from marinenav.sim.scenario import default_scenario
 from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
-from marinenav.sim.traffic import WAYPOINT_REACHED, cruise_thrust
+from marinenav.sim.traffic import WAYPOINT_REACHED, cruise_thrust, under_way
 
 F64 = torch.float64
 
@@ -28,11 +28,9 @@ def _scenario(vessels: list[dict], obstacles: int = 0):
         s.robot_present[0, k] = True
         s.start[0, k] = torch.tensor(v["start"], dtype=F64)
         s.goal[0, k] = torch.tensor(v.get("goal", [50.0, 50.0]), dtype=F64)
-        heading = v.get("heading", 0.0)
+        heading = torch.tensor(v.get("heading", 0.0), dtype=F64)
         speed = torch.tensor(v.get("speed", 0.0), dtype=F64)
-        s.init_theta[0, k] = heading
-        s.init_velocity_r[0, k, :2] = speed * torch.tensor([math.cos(heading), math.sin(heading)])
-        s.init_thrust[0, k] = cruise_thrust(speed)
+        s.init_theta[0, k], s.init_velocity_r[0, k], s.init_thrust[0, k] = under_way(heading, speed)
         s.robot_role[0, k] = int(v.get("role", VesselRole.POLICY))
         route = v.get("route", [])
         if route:
@@ -71,6 +69,33 @@ def test_a_hold_vessel_keeps_its_thrusts_course_and_speed() -> None:
         sim.state.velocity[0, 1, :2], 1.5 * torch.tensor([math.cos(0.3), math.sin(0.3)], dtype=F64)
     )
     assert sim.state.thrust[0, 0].tolist() == [1000.0, 1000.0]  # the policy's vessel obeyed
+
+
+def test_under_way_starts_a_vessel_steady_on_its_heading() -> None:
+    """``under_way``: the heading brought into [0, 2 pi), the velocity along it with no yaw
+    rate, the cruise thrust on both thrusters, for any batch shape; a vessel started with it
+    and left alone sails on at that speed and heading."""
+    heading = torch.tensor([[-math.pi / 2, 0.3, 2 * math.pi + 0.1]], dtype=F64)  # [1, 3]
+    speed = torch.tensor([[1.5, 2.0, 0.5]], dtype=F64)
+    theta, velocity, thrust = under_way(heading, speed)
+    assert theta.shape == (1, 3) and velocity.shape == (1, 3, 3) and thrust.shape == (1, 3, 2)
+    torch.testing.assert_close(theta, torch.tensor([[1.5 * math.pi, 0.3, 0.1]], dtype=F64))
+    torch.testing.assert_close(velocity[0, 0], torch.tensor([0.0, -1.5, 0.0], dtype=F64))
+    torch.testing.assert_close(
+        velocity[0, 1], torch.tensor([2 * math.cos(0.3), 2 * math.sin(0.3), 0.0], dtype=F64)
+    )
+    assert thrust[0, 2].tolist() == [float(cruise_thrust(torch.tensor(0.5, dtype=F64)))] * 2
+
+    sim = _simulator(_scenario([
+        {"start": [5.0, 5.0]},
+        {"start": [40.0, 40.0], "heading": -math.pi / 2, "speed": 1.5, "role": VesselRole.HOLD},
+    ]))  # fmt: skip
+    for _ in range(20):
+        sim.step(_still(sim))
+    assert float(sim.state.theta[0, 1]) == pytest.approx(1.5 * math.pi, abs=1e-6)
+    torch.testing.assert_close(
+        sim.state.velocity[0, 1, :2], torch.tensor([0.0, -1.5], dtype=F64), atol=1e-6, rtol=0
+    )
 
 
 def test_a_route_vessel_passes_its_waypoints_in_order_then_holds_its_course() -> None:

@@ -40,7 +40,7 @@ from marinenav.scenarios.base import ScenarioLayout, register_layout
 from marinenav.sim.constants import ROBOT_DEFAULTS, VesselRole
 from marinenav.sim.rules import LayoutRules, StepEvents
 from marinenav.sim.scenario import Scenario, Slots
-from marinenav.sim.traffic import cruise_thrust
+from marinenav.sim.traffic import under_way
 
 VESSEL_SPACING = 6.5  # m between the starts of vessels of one direction (hulls touch at 5.6)
 END_MARGIN = 3.0  # m from the map's ends to the first start and the last goal
@@ -184,10 +184,10 @@ class HarbourLayout(ScenarioLayout):
             out["robot_role"][:, k] = int(VesselRole.ROUTE)
             out["route"][:, k, 0] = goal[:, k]
             out["route_length"][:, k] = 1
-            out["init_theta"][:, k] = torch.remainder(heading, 2 * math.pi)
-            out["init_velocity_r"][:, k, 0] = speed * heading.cos()
-            out["init_velocity_r"][:, k, 1] = speed * heading.sin()
-            out["init_thrust"][:, k] = cruise_thrust(speed).unsqueeze(-1)
+            theta, velocity, thrust = under_way(heading, speed)
+            out["init_theta"][:, k] = theta
+            out["init_velocity_r"][:, k] = velocity
+            out["init_thrust"][:, k] = thrust
 
         O = base.slots.obstacles
         ub = torch.rand((n, boats), generator=generator, dtype=dtype, device=device)

@@ -41,7 +41,7 @@ from marinenav.sim.constants import VesselRole
 from marinenav.sim.rules import LayoutRules, StepEvents
 from marinenav.sim.scenario import Scenario, Slots, default_scenario
 from marinenav.sim.scenario_json import scenarios_to_dicts
-from marinenav.sim.traffic import cruise_thrust
+from marinenav.sim.traffic import under_way
 
 # Case -> the targets' courses in degrees, clockwise (to starboard) from the own ship's course;
 # "slow" marks the overtaken target. Imazu (1987) as tabulated by Sawada et al. (2021) and in
@@ -252,15 +252,11 @@ class ImazuLayout(ScenarioLayout):
         keep = vessels.unsqueeze(-1)
         out["start"] = torch.nn.functional.pad(torch.where(keep, start, 0.0), (0, 0, 0, pad))
         out["goal"] = torch.nn.functional.pad(torch.where(keep, goal, 0.0), (0, 0, 0, pad))
-        out["init_theta"] = torch.nn.functional.pad(
-            torch.where(vessels, torch.remainder(heading, 2 * math.pi), 0.0), (0, pad)
-        )
-        yaw_rate = torch.zeros_like(start[..., :1])
-        velocity = torch.cat((speed.unsqueeze(-1) * direction, yaw_rate), -1)  # [n, 4, 3]
+        theta, velocity, thrust = under_way(heading, speed)  # [n, 4], [n, 4, 3], [n, 4, 2]
+        out["init_theta"] = torch.nn.functional.pad(torch.where(vessels, theta, 0.0), (0, pad))
         out["init_velocity_r"] = torch.nn.functional.pad(
             torch.where(keep, velocity, 0.0), (0, 0, 0, pad)
         )
-        thrust = cruise_thrust(speed).unsqueeze(-1).expand(n, vessels.shape[1], 2)
         out["init_thrust"] = torch.nn.functional.pad(
             torch.where(keep, thrust, 0.0), (0, 0, 0, pad)
         )

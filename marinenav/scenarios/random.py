@@ -17,7 +17,6 @@ vessels only), so a run trained with traffic is measured on the same sets as any
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -34,7 +33,7 @@ from marinenav.sim.curriculum import (
 from marinenav.sim.generation import generate_scenarios
 from marinenav.sim.scenario import Scenario, Slots, default_scenario
 from marinenav.sim.scenario_json import scenarios_to_dicts
-from marinenav.sim.traffic import cruise_thrust
+from marinenav.sim.traffic import under_way
 
 _PAPER = DEFAULT_TRAINING_SCHEDULE
 
@@ -125,16 +124,9 @@ class RandomLayout(ScenarioLayout):
         out["robot_role"] = torch.where(hold, int(VesselRole.HOLD), scenario.robot_role)
         course = scenario.goal - scenario.start  # [n, R, 2] m, world frame
         heading = torch.atan2(course[..., 1], course[..., 0])  # from x (North) toward y (East)
-        out["init_theta"] = torch.where(
-            hold, torch.remainder(heading, 2 * math.pi), scenario.init_theta
-        )
-        speed = torch.full_like(heading, self.traffic_speed)
-        direction = torch.stack((heading.cos(), heading.sin()), dim=-1)
-        velocity = torch.cat(
-            (speed.unsqueeze(-1) * direction, torch.zeros_like(speed)[..., None]), -1
-        )
+        theta, velocity, thrust = under_way(heading, torch.full_like(heading, self.traffic_speed))
+        out["init_theta"] = torch.where(hold, theta, scenario.init_theta)
         out["init_velocity_r"] = torch.where(hold.unsqueeze(-1), velocity, scenario.init_velocity_r)
-        thrust = cruise_thrust(speed).unsqueeze(-1).expand(n, R, 2)
         out["init_thrust"] = torch.where(hold.unsqueeze(-1), thrust, scenario.init_thrust)
         return Scenario(**out)
 

@@ -16,6 +16,8 @@ Pure tensor code over ``[E, R]`` robot slots: no host read, no loop over vessels
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from marinenav.sim.colregs import wrap_once_to_pi
@@ -37,6 +39,24 @@ def cruise_thrust(speed: torch.Tensor) -> torch.Tensor:
     (a layout starts a vessel under way with it)."""
     x_u, x_uu = float(ROBOT_DEFAULTS["xU"]), float(ROBOT_DEFAULTS["xUU"])
     return -0.5 * (x_u * speed + x_uu * speed * speed.abs())
+
+
+def under_way(
+    heading: torch.Tensor, speed: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """How a layout starts vessels under way: on ``heading [...]`` (rad from x, North, toward y,
+    East; any value) at ``speed [...]`` (m/s through the water), steady and straight ahead.
+
+    Returns ``(init_theta [...], init_velocity_r [..., 3], init_thrust [..., 2])``: the heading
+    in ``[0, 2 pi)``, the world-frame velocity relative to the water with no yaw rate, and the
+    :func:`cruise_thrust` on both thrusters (the starting fields of
+    :class:`~marinenav.sim.scenario.Scenario`)."""
+    theta = torch.remainder(heading, 2 * math.pi)
+    velocity = torch.stack(
+        (speed * heading.cos(), speed * heading.sin(), torch.zeros_like(speed)), dim=-1
+    )
+    thrust = cruise_thrust(speed).unsqueeze(-1).expand(*speed.shape, 2)
+    return theta, velocity, thrust
 
 
 def advance_waypoints(
@@ -99,4 +119,5 @@ __all__ = [
     "advance_waypoints",
     "cruise_thrust",
     "traffic_thrust_rate",
+    "under_way",
 ]
