@@ -11,11 +11,18 @@ the checkpoints' mean time to the goal of the solved cases (s).
 ``--min-solved`` cases, the COLREGs kept against the mean time to the goal of the solved cases
 (the record's ``travel_time``), in bins with edges ``--edges`` (seconds), and their Pearson
 correlation.
+
+``--by-validation`` prints, over the same checkpoints, the COLREGs kept against the run's own
+validation success at that checkpoint (``<result>/evaluations.jsonl``, ``eval/success_rate`` at
+the checkpoint's timestep) in bins with edges ``--validation-edges``, and how many keep at least
+``--kept-bar`` cases: what choosing a checkpoint by its validation and its COLREGs count could
+give.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import statistics
@@ -142,6 +149,44 @@ def travel_time_table(records: list[CheckpointRecord], edges: list[float]) -> st
     return "\n".join(lines)
 
 
+def read_validation(result: Path) -> dict[int, float]:
+    """``<result>/evaluations.jsonl``: the validation success rate per evaluated timestep."""
+    path = result / "evaluations.jsonl"
+    if not path.exists():
+        raise ValueError(f"{result}: no evaluations.jsonl (the run's validations)")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {int(row["timestep"]): float(row["eval/success_rate"]) for row in rows}
+
+
+def validation_table(
+    checkpoints: list[tuple[CheckpointRecord, float]], edges: list[float], kept_bar: int
+) -> str:
+    """COLREGs kept per bin of validation success over ``(record, validation success)`` pairs,
+    with the number of checkpoints keeping at least ``kept_bar`` cases in each bin."""
+    if not checkpoints:
+        raise ValueError("no checkpoint solves enough cases (see --min-solved)")
+    bounds = [-math.inf, *edges, math.inf]
+    lines = [
+        f"| validation success | checkpoints | COLREGs kept, mean | most | keeping >= {kept_bar} |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for low, high in zip(bounds[:-1], bounds[1:], strict=True):
+        inside = [r.kept for r, success in checkpoints if low <= success < high]
+        if low == -math.inf:
+            name = f"under {high:g}"
+        elif high == math.inf:
+            name = f"{low:g} and more"
+        else:
+            name = f"{low:g}-{high:g}"
+        if inside:
+            at_bar = sum(k >= kept_bar for k in inside)
+            mean = sum(inside) / len(inside)
+            lines.append(f"| {name} | {len(inside)} | {mean:.1f} | {max(inside)} | {at_bar} |")
+        else:
+            lines.append(f"| {name} | 0 | - | - | 0 |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", type=Path, help="result directories with imazu/")
@@ -150,6 +195,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--by-travel-time", action="store_true")
     parser.add_argument("--min-solved", type=int, default=20)
     parser.add_argument("--edges", nargs="+", type=float, default=[27.0, 28.5, 30.0, 33.0])
+    parser.add_argument("--by-validation", action="store_true")
+    parser.add_argument("--validation-edges", nargs="+", type=float, default=[0.8, 0.9, 0.95])
+    parser.add_argument("--kept-bar", type=int, default=18)
     args = parser.parse_args(argv)
     labels = args.labels or [str(path) for path in args.results]
     if len(labels) != len(args.results):
@@ -158,9 +206,24 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--min-solved must be at least 1 (a travel time needs a solved case)")
     if args.edges != sorted(args.edges):
         parser.error("--edges must be increasing")
+    if args.validation_edges != sorted(args.validation_edges):
+        parser.error("--validation-edges must be increasing")
+    if args.by_travel_time and args.by_validation:
+        parser.error("--by-travel-time and --by-validation are two tables: ask for one")
     try:
         runs = [(label, read_run(path)) for label, path in zip(labels, args.results, strict=True)]
-        if args.by_travel_time:
+        if args.by_validation:
+            chosen_pairs = []
+            for (_, records), path in zip(runs, args.results, strict=True):
+                validation = read_validation(path)
+                for r in records:
+                    if r.solved < args.min_solved:
+                        continue
+                    if r.timestep not in validation:
+                        raise ValueError(f"{path}: no validation at timestep {r.timestep}")
+                    chosen_pairs.append((r, validation[r.timestep]))
+            print(validation_table(chosen_pairs, args.validation_edges, args.kept_bar))
+        elif args.by_travel_time:
             chosen = [r for _, records in runs for r in records if r.solved >= args.min_solved]
             print(travel_time_table(chosen, args.edges))
         else:

@@ -4,6 +4,7 @@ against the Imazu travel time, read from records printed by the evaluator's own 
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 from pathlib import Path
@@ -96,11 +97,45 @@ def test_a_checkpoint_that_solves_nothing_has_no_travel_time(tmp_path) -> None:
     assert "| under 30 s | 0 | - | - |" in out.stdout
 
 
+def _validations(result: Path, success: dict[int, float]) -> None:
+    lines = [json.dumps({"timestep": t, "eval/success_rate": v}) for t, v in success.items()]
+    (result / "evaluations.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_kept_against_validation_success_counts_the_checkpoints_at_the_bar(tmp_path) -> None:
+    a = _run(tmp_path, "a", {1000: (22, 18, 40.0), 2000: (21, 11, 30.0), 3000: (15, 20, 60.0)})
+    b = _run(tmp_path, "b", {1000: (20, 19, 45.0), 2000: (22, 14, 30.0)})
+    _validations(a, {1000: 0.75, 2000: 0.97, 3000: 0.5})
+    _validations(b, {1000: 0.85, 2000: 0.92})
+    out = _script(a, b, "--by-validation", "--validation-edges", "0.8", "0.9")
+    assert out.returncode == 0, out.stderr
+    # a at 3000 solves 15 (< 20): left out; the bar (18) is kept by a at 1000 and b at 1000
+    assert out.stdout.splitlines()[2:] == [
+        "| under 0.8 | 1 | 18.0 | 18 | 1 |",
+        "| 0.8-0.9 | 1 | 19.0 | 19 | 1 |",
+        "| 0.9 and more | 2 | 12.5 | 14 | 0 |",
+    ]
+    out = _script(a, b, "--by-validation", "--kept-bar", "14", "--validation-edges", "0.9")
+    assert out.stdout.splitlines()[-1] == "| 0.9 and more | 2 | 12.5 | 14 | 1 |"
+
+
+def test_a_checkpoint_without_its_validation_is_refused_by_name(tmp_path) -> None:
+    a = _run(tmp_path, "a", {1000: (22, 18, 40.0), 2000: (22, 18, 40.0)})
+    out = _script(a, "--by-validation")
+    assert out.returncode == 2 and "no evaluations.jsonl" in out.stderr
+    _validations(a, {1000: 0.9})
+    out = _script(a, "--by-validation")
+    assert out.returncode == 2 and "no validation at timestep 2000" in out.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["--labels", "x", "y"], "--labels gives 2 labels for 1 directories"),
      (["--by-travel-time", "--min-solved", "0"], "--min-solved must be at least 1"),
-     (["--by-travel-time", "--edges", "30", "27"], "--edges must be increasing")],
+     (["--by-travel-time", "--edges", "30", "27"], "--edges must be increasing"),
+     (["--by-validation", "--validation-edges", "0.9", "0.8"],
+      "--validation-edges must be increasing"),
+     (["--by-validation", "--by-travel-time"], "two tables: ask for one")],
 )  # fmt: skip
 def test_bad_arguments_are_refused(tmp_path, args, message) -> None:
     a = _run(tmp_path, "a", {1000: (22, 20, 40.0)})
