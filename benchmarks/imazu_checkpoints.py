@@ -118,23 +118,32 @@ def pearson(x: list[float], y: list[float]) -> float:
         return math.nan
 
 
+def _bins(edges: list[float], unit: str) -> list[tuple[float, float, str]]:
+    """``(low, high, row name)`` of the bins that increasing ``edges`` cut the line into, from
+    "under <first>" to "<last> and more" (``unit`` after each number)."""
+    bounds = [-math.inf, *edges, math.inf]
+    bins = []
+    for low, high in zip(bounds[:-1], bounds[1:], strict=True):
+        if low == -math.inf:
+            name = f"under {high:g}{unit}"
+        elif high == math.inf:
+            name = f"{low:g}{unit} and more"
+        else:
+            name = f"{low:g}-{high:g}{unit}"
+        bins.append((low, high, name))
+    return bins
+
+
 def travel_time_table(records: list[CheckpointRecord], edges: list[float]) -> str:
     """COLREGs kept per bin of mean Imazu travel time, with the correlation over ``records``."""
     if not records:
         raise ValueError("no checkpoint solves enough cases (see --min-solved)")
-    bounds = [-math.inf, *edges, math.inf]
     lines = [
         "| mean Imazu travel time | checkpoints | COLREGs kept, mean | most |",
         "| --- | ---: | ---: | ---: |",
     ]
-    for low, high in zip(bounds[:-1], bounds[1:], strict=True):
+    for low, high, name in _bins(edges, " s"):
         inside = [r.kept for r in records if low <= r.travel_time < high]  # nan in no bin
-        if low == -math.inf:
-            name = f"under {high:g} s"
-        elif high == math.inf:
-            name = f"{low:g} s and more"
-        else:
-            name = f"{low:g}-{high:g} s"
         if inside:
             lines.append(
                 f"| {name} | {len(inside)} | {sum(inside) / len(inside):.1f} | {max(inside)} |"
@@ -165,19 +174,12 @@ def validation_table(
     with the number of checkpoints keeping at least ``kept_bar`` cases in each bin."""
     if not checkpoints:
         raise ValueError("no checkpoint solves enough cases (see --min-solved)")
-    bounds = [-math.inf, *edges, math.inf]
     lines = [
         f"| validation success | checkpoints | COLREGs kept, mean | most | keeping >= {kept_bar} |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
-    for low, high in zip(bounds[:-1], bounds[1:], strict=True):
+    for low, high, name in _bins(edges, ""):
         inside = [r.kept for r, success in checkpoints if low <= success < high]
-        if low == -math.inf:
-            name = f"under {high:g}"
-        elif high == math.inf:
-            name = f"{low:g} and more"
-        else:
-            name = f"{low:g}-{high:g}"
         if inside:
             at_bar = sum(k >= kept_bar for k in inside)
             mean = sum(inside) / len(inside)
