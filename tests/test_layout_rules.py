@@ -598,3 +598,64 @@ def test_a_mixs_give_way_speed_term_in_the_simulator() -> None:
     assert all(float(totals[helm][3]) == 0 for helm in totals)
     with pytest.raises(ValueError, match="scenario.give_way_speed_penalty must be >= 0"):
         make_layout("mix", {**MIX, "give_way_speed_penalty": -1.0})
+
+
+@pytest.mark.parametrize(
+    ("case", "own_before", "target_pos", "target_heading", "turn", "charged"),
+    [
+        # the own ship (heading North, now at the origin) came 1 m closer to a target 17 deg on
+        # its port bow heading East: the target has it to starboard and is ahead of its beam,
+        # so the target gives way and the own ship stands on
+        ("stand on, closing, turned to port", (-1.0, 0.0), (10.0, -3.0), 1.5708, -0.1, True),
+        ("stand on, closing, turned to starboard", (-1.0, 0.0), (10.0, -3.0), 1.5708, 0.1, False),
+        ("stand on, opening, turned to port", (1.0, 0.0), (10.0, -3.0), 1.5708, -0.1, False),
+        ("stand on, beyond 20 m, turned to port", (-1.0, 0.0), (30.0, -5.0), 1.5708, -0.1, False),
+        # the target heading North-North-East: the own ship is abaft its beam (146 deg from
+        # its bow), nothing the target must keep out of the way of
+        ("own ship abaft its beam, turned to port", (-1.0, 0.0), (10.0, -3.0), 0.3, -0.1, False),
+        # the target on the starboard bow heading West: the own ship gives way (the port-turn
+        # term's case, not this one's)
+        ("give way, turned to port", (-1.0, 0.0), (10.0, 3.0), -1.5708, -0.1, False),
+    ],
+)
+def test_the_stand_on_turn_term_by_hand(
+    case, own_before, target_pos, target_heading, turn, charged
+) -> None:
+    from marinenav.scenarios.give_way import stand_on_turn_penalty
+
+    scenario, events = _crossing(own_before, (0.0, 0.0), target_pos, target_heading)
+    events.theta_before[0, 0] = torch.remainder(events.theta[0, 0] - turn, 2 * math.pi)
+    got = stand_on_turn_penalty(scenario, events, weight=5.0)
+    assert got.shape == (1, 2) and got[0, 1] == 0.0  # the traffic vessel earns nothing
+    expected = -5.0 * 0.1 if charged else 0.0
+    assert float(got[0, 0]) == pytest.approx(expected, abs=1e-12), case
+    events.theta_before = None
+    with pytest.raises(ValueError, match="needs events.pos_before and events.theta_before"):
+        stand_on_turn_penalty(scenario, events, 5.0)
+
+
+def test_a_mixs_stand_on_turn_term_in_the_simulator() -> None:
+    """The mix's ``stand_on_turn_penalty`` as the term ``stand_on_turn``: own ships that hold on
+    for 24 s and then put the helm to port in the Imazu cases pay in case 4 (the one target
+    crosses from port: it gives way, the own ship stands on) and nothing in case 1 (head-on) or
+    case 2 (crossing from starboard: the own ship gives way); turning to starboard costs
+    nothing; a weight below 0 is refused."""
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}}, "stand_on_turn_penalty": 5.0,
+           "cross_ahead_of": "traffic"}  # fmt: skip
+    layout = make_layout("mix", mix)
+    assert layout.rules.term_names[-1] == "stand_on_turn"
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    totals = {}
+    for helm in ("port", "starboard"):
+        sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+        action = torch.zeros(22, 4, 2, dtype=F64)
+        action[:, 0] = torch.tensor([-0.5, 0.5] if helm == "port" else [0.5, -0.5], dtype=F64)
+        total = torch.zeros(22, dtype=F64)
+        for step in range(56):
+            r = sim.step(action if step in (48, 49) else torch.zeros_like(action))
+            total += r.reward_terms[:, 0, -1]
+        totals[helm] = total
+    assert totals["port"][3] < 0 and totals["port"][0] == 0 and totals["port"][1] == 0
+    assert totals["starboard"].eq(0).all()
+    with pytest.raises(ValueError, match="scenario.stand_on_turn_penalty must be >= 0"):
+        make_layout("mix", {**MIX, "stand_on_turn_penalty": -1.0})

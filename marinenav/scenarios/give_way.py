@@ -12,7 +12,9 @@ another's course line ahead of it, from its port side to its starboard side;
 other on the starboard side; :func:`port_turn_penalty` charges the turn the rule-14 and rule-15
 checks read first, a turn to port while such a vessel closes; :func:`give_way_speed_penalty`
 charges the way a vessel makes while it still has to keep out of another's way (the slow
-approach that lets the other pass ahead, rather than the race across its bow).
+approach that lets the other pass ahead, rather than the race across its bow);
+:func:`stand_on_turn_penalty` is the other vessel's side of rule 15 (rule 17): the vessel that
+stands on may not turn to port for a vessel on its own port side that must keep out of its way.
 
 Frames: world x is North, y is East; headings clockwise from North (rad); bearings relative to
 a vessel's bow, positive to starboard.
@@ -222,6 +224,30 @@ def give_way_speed_penalty(
     return torch.where(watched, made_good * -weight, torch.zeros_like(made_good))
 
 
+def stand_on_turn_penalty(
+    scenario: Scenario, events: StepEvents, weight: float, against: str = "any"
+) -> Tensor:
+    """``[E, R]``: ``-weight`` per radian that a policy vessel turned to port on the step (its
+    heading's change, wrapped; 0 for a turn to starboard), if after the step another vessel
+    within :data:`~marinenav.encounters.ENCOUNTER_RANGE` must keep out of its way (has it on its
+    starboard side and is still ahead of its beam, as :func:`give_way_speed_penalty` reads it
+    from the other side) and the step brought the two closer. 0 elsewhere. COLREGs rule 17: the
+    stand-on vessel keeps its course and speed, and if it must act, does not turn to port for a
+    vessel on its own port side; a turn to port there runs toward the stern the give-way vessel
+    is steering for. ``against`` as in :func:`cross_ahead_penalty`; needs
+    ``events.pos_before`` and ``events.theta_before``.
+    """
+    if events.pos_before is None or events.theta_before is None:
+        raise ValueError("stand_on_turn_penalty needs events.pos_before and events.theta_before")
+    pairs = _pairs(scenario, events, against)
+    distance, give_way = _to_give_way(events.pos, events.theta)  # [E, i, j]: i gives way to j
+    stand_on = give_way.transpose(1, 2)  # [E, i, j]: j gives way to i
+    closing = distance < _range(events.pos_before)
+    watched = (stand_on & closing & (distance < ENCOUNTER_RANGE) & pairs).any(dim=2)
+    to_port = (-wrap_to_pi(events.theta - events.theta_before)).clamp_min(0.0)  # rad
+    return torch.where(watched, to_port * -weight, torch.zeros_like(to_port))
+
+
 def cross_ahead_penalty(
     scenario: Scenario, events: StepEvents, weight: float, against: str = "traffic"
 ) -> Tensor:
@@ -259,4 +285,5 @@ __all__ = [
     "give_way_speed_penalty",
     "passed_ahead_penalty",
     "port_turn_penalty",
+    "stand_on_turn_penalty",
 ]

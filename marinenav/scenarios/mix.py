@@ -10,14 +10,16 @@ remembers its part (``Scenario.layout_part``), and a part's own rules (reward te
 conditions) apply to its episodes only. The curriculum clock reaches every part, so a
 ``random`` part keeps its stages.
 
-Five rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
+Six rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
 give-way term of :mod:`marinenav.scenarios.give_way` per step, ``bow_crossing_penalty``, its
 event (once, on the step a vessel crosses the bow of one it must keep out of the way of, less
-than ``bow_crossing_range`` m from it), and ``passed_ahead_penalty``, the pass the COLREGs
+than ``bow_crossing_range`` m from it), ``passed_ahead_penalty``, the pass the COLREGs
 check reads (once, at the closest approach, ahead of the other's beam with the other to
 starboard, within 20 m), ``port_turn_penalty``, per radian turned to port while a vessel
-ahead or to starboard closes within 20 m, and ``give_way_speed_penalty``, per metre made good
-while a vessel to starboard that it has not yet passed astern of closes within 20 m; all
+ahead or to starboard closes within 20 m, ``give_way_speed_penalty``, per metre made good
+while a vessel to starboard that it has not yet passed astern of closes within 20 m, and
+``stand_on_turn_penalty``, per radian turned to port while a vessel that must keep out of its
+way closes within 20 m (the stand-on vessel's side of the crossing, rule 17); all
 against ``cross_ahead_of`` vessels (``any`` by default: the same rule whether the other vessel
 gives way or not, so that what a part rewards does not contradict what another penalises for a
 geometry the policy sees alike).
@@ -44,6 +46,7 @@ from marinenav.scenarios.give_way import (
     give_way_speed_penalty,
     passed_ahead_penalty,
     port_turn_penalty,
+    stand_on_turn_penalty,
 )
 from marinenav.sim.rules import LayoutRules
 from marinenav.sim.scenario import Scenario, Slots
@@ -56,6 +59,7 @@ RULES_OF_THE_MIX = {
     "passed_ahead_penalty": ("passed_ahead", passed_ahead_penalty),
     "port_turn_penalty": ("port_turn", port_turn_penalty),
     "give_way_speed_penalty": ("give_way_speed", give_way_speed_penalty),
+    "stand_on_turn_penalty": ("stand_on_turn", stand_on_turn_penalty),
 }
 
 
@@ -82,6 +86,10 @@ class MixConfig:
     # closes within 20 m (give_way.give_way_speed_penalty: the slow approach the keeping
     # checkpoints made, not the race)
     give_way_speed_penalty: float = 0.0
+    # ... and per radian turned to port on a step while a vessel that must keep out of its way
+    # (on its port side, not yet astern of it) closes within 20 m (give_way.stand_on_turn_penalty:
+    # rule 17, the stand-on vessel's duty)
+    stand_on_turn_penalty: float = 0.0
     cross_ahead_of: str = "any"
 
 
