@@ -517,16 +517,10 @@ def test_the_port_turn_term_by_hand(case, own_before, target_pos, turn, charged)
         port_turn_penalty(scenario, events, 5.0)
 
 
-def test_a_mixs_port_turn_term_in_the_simulator() -> None:
-    """The mix's ``port_turn_penalty`` as the term ``port_turn``: own ships that hold on for
-    24 s and then put the helm to port (left thrust down, right up) in the Imazu cases pay per
-    radian turned while a head-on or give-way target closes within 20 m (case 1, head-on, 18 m
-    off then; case 2, crossing from starboard, 13 m), and nothing in case 4 (the one target
-    crosses from port); turning to starboard costs nothing."""
-    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}}, "port_turn_penalty": 5.0,
-           "cross_ahead_of": "traffic"}  # fmt: skip
-    layout = make_layout("mix", mix)
-    assert layout.rules.term_names[-1] == "port_turn"
+def _helm_totals(layout) -> dict[str, torch.Tensor]:
+    """Per helm ("port", "starboard"): the last reward term summed over 56 steps of the own
+    ships in the 22 Imazu cases, holding on for 24 s, then two steps of that helm (one thrust
+    down, the other up), then holding on again."""
     scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
     totals = {}
     for helm in ("port", "starboard"):
@@ -538,6 +532,20 @@ def test_a_mixs_port_turn_term_in_the_simulator() -> None:
             r = sim.step(action if step in (48, 49) else torch.zeros_like(action))
             total += r.reward_terms[:, 0, -1]
         totals[helm] = total
+    return totals
+
+
+def test_a_mixs_port_turn_term_in_the_simulator() -> None:
+    """The mix's ``port_turn_penalty`` as the term ``port_turn``: own ships that hold on for
+    24 s and then put the helm to port (left thrust down, right up) in the Imazu cases pay per
+    radian turned while a head-on or give-way target closes within 20 m (case 1, head-on, 18 m
+    off then; case 2, crossing from starboard, 13 m), and nothing in case 4 (the one target
+    crosses from port); turning to starboard costs nothing."""
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}}, "port_turn_penalty": 5.0,
+           "cross_ahead_of": "traffic"}  # fmt: skip
+    layout = make_layout("mix", mix)
+    assert layout.rules.term_names[-1] == "port_turn"
+    totals = _helm_totals(layout)
     assert totals["port"][0] < 0 and totals["port"][1] < 0 and totals["port"][3] == 0
     assert totals["starboard"].eq(0).all()
     with pytest.raises(ValueError, match="scenario.port_turn_penalty must be >= 0"):
@@ -644,17 +652,7 @@ def test_a_mixs_stand_on_turn_term_in_the_simulator() -> None:
            "cross_ahead_of": "traffic"}  # fmt: skip
     layout = make_layout("mix", mix)
     assert layout.rules.term_names[-1] == "stand_on_turn"
-    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
-    totals = {}
-    for helm in ("port", "starboard"):
-        sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
-        action = torch.zeros(22, 4, 2, dtype=F64)
-        action[:, 0] = torch.tensor([-0.5, 0.5] if helm == "port" else [0.5, -0.5], dtype=F64)
-        total = torch.zeros(22, dtype=F64)
-        for step in range(56):
-            r = sim.step(action if step in (48, 49) else torch.zeros_like(action))
-            total += r.reward_terms[:, 0, -1]
-        totals[helm] = total
+    totals = _helm_totals(layout)
     assert totals["port"][3] < 0 and totals["port"][0] == 0 and totals["port"][1] == 0
     assert totals["starboard"].eq(0).all()
     with pytest.raises(ValueError, match="scenario.stand_on_turn_penalty must be >= 0"):
