@@ -91,6 +91,13 @@ def _to_give_way(pos: Tensor, theta: Tensor) -> tuple[Tensor, Tensor]:
     return distance, starboard & (own_from_target.abs() < math.pi / 2)
 
 
+def _charge_port_turn(events: StepEvents, watched: Tensor, weight: float) -> Tensor:
+    """``[E, R]``: ``-weight`` per radian each vessel turned to port on the step (its heading's
+    change, wrapped; 0 for a turn to starboard) where ``watched [E, R]``, 0 elsewhere."""
+    to_port = (-wrap_to_pi(events.theta - events.theta_before)).clamp_min(0.0)  # rad
+    return torch.where(watched, to_port * -weight, torch.zeros_like(to_port))
+
+
 def bow_crossing_penalty(
     scenario: Scenario,
     events: StepEvents,
@@ -197,8 +204,7 @@ def port_turn_penalty(
         seen <= math.radians(ABAFT_BEAM)
     )
     watched = (ahead_or_starboard & closing & (distance < ENCOUNTER_RANGE) & pairs).any(dim=2)
-    to_port = (-wrap_to_pi(theta - events.theta_before)).clamp_min(0.0)  # rad
-    return torch.where(watched, to_port * -weight, torch.zeros_like(to_port))
+    return _charge_port_turn(events, watched, weight)
 
 
 def give_way_speed_penalty(
@@ -244,8 +250,7 @@ def stand_on_turn_penalty(
     stand_on = give_way.transpose(1, 2)  # [E, i, j]: j gives way to i
     closing = distance < _range(events.pos_before)
     watched = (stand_on & closing & (distance < ENCOUNTER_RANGE) & pairs).any(dim=2)
-    to_port = (-wrap_to_pi(events.theta - events.theta_before)).clamp_min(0.0)  # rad
-    return torch.where(watched, to_port * -weight, torch.zeros_like(to_port))
+    return _charge_port_turn(events, watched, weight)
 
 
 def cross_ahead_penalty(
