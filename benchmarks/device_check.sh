@@ -62,11 +62,14 @@ for p in $parts; do
         tar czf "$out/recipe_${AGENT:-ac_iqn}_seed${SEED:-0}.tar.gz" --exclude=./checkpoint.pt \
           -C "$run" .
       fi ;;
-    compiled) # not measured yet on a GPU: the compiled simulator step, and compiled updates
-              # replayed as CUDA graphs (the first steps compile: allow minutes)
-      timeout 150 python3 benchmarks/sim_throughput.py --device cuda --envs 8192 65536 \
+    compiled) # the compiled simulator step, and compiled updates replayed as CUDA graphs, each
+              # beside its uncompiled twin (the first steps compile: allow minutes; on an H200
+              # E = 8192 compiled in 47 s and E = 65536 did not finish inside 150 s)
+      timeout 300 python3 benchmarks/sim_throughput.py --device cuda --envs 8192 65536 \
         --cores 0 --paths eager compiled --seconds 2
-      timeout 200 python3 benchmarks/train_throughput.py --agent ac_iqn --device cuda \
-        --envs 320 --seconds 4 --set cudagraphs=true compile=true ;;
+      for extra in "" compile=true; do
+        timeout 200 python3 benchmarks/train_throughput.py --agent ac_iqn --device cuda \
+          --envs 320 --seconds 4 --set cudagraphs=true $extra
+      done ;;
   esac 2>&1 | tee "$out/$p.txt"
 done
