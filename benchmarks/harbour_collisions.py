@@ -30,15 +30,21 @@ def vessel_kinds(config: HarbourConfig) -> list[str]:
             + ["crossing"] * config.crossing)  # fmt: skip
 
 
+def first_collision_step(recording) -> int | None:
+    """The first step on which a vessel collided (``None``: the episode had no collision)."""
+    collided = recording.collided.any(axis=1)  # [T + 1] bool, cumulative
+    return int(np.argmax(collided)) if collided[-1] else None
+
+
 def first_contact(recording, kinds: list[str]) -> str:
     """``"time out"`` for a failed episode without a collision; else, at the first step on which
     a vessel collided, ``"<kind> x <nearest>"`` for each vessel that collided on that step
     (nearest by clearance: centre distance less both collision radii for a vessel, less the
     boat's radius and the vessel's for a moored boat), sorted and joined by " / "."""
     collided = recording.collided  # [T + 1, R] bool, cumulative
-    if not collided[-1].any():
+    k = first_collision_step(recording)
+    if k is None:
         return "time out"
-    k = int(np.argmax(collided.any(axis=1)))
     pos = recording.positions[k]
     present = recording.present
     r = float(ROBOT_DEFAULTS["r"])
@@ -82,8 +88,9 @@ def main(argv: list[str] | None = None) -> None:
             if recording.success:
                 continue
             contacts[first_contact(recording, kinds)] += 1
-            if recording.collided[-1].any():
-                times.append(int(np.argmax(recording.collided.any(axis=1))) * recording.step_time)
+            step = first_collision_step(recording)
+            if step is not None:
+                times.append(step * recording.step_time)
         failed = sum(contacts.values())
         median = f"{np.median(times):.1f} s" if times else "-"
         print(f"{path}: {count} episodes, {failed} failed, first collision median {median}")

@@ -19,6 +19,7 @@ _SPEC = importlib.util.spec_from_file_location(
 _SCRIPT = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(_SCRIPT)
 first_contact, vessel_kinds = _SCRIPT.first_contact, _SCRIPT.vessel_kinds
+first_collision_step = _SCRIPT.first_collision_step
 
 KINDS = ["northbound", "northbound", "southbound", "southbound", "crossing"]
 
@@ -54,11 +55,13 @@ def test_the_first_contact_names_each_collided_vessel_and_its_nearest() -> None:
     none, both = [False] * 5, [True, False, False, False, True]
     rec = _recording([far, touch, later], [none, both, [True, False, True, False, True]])
     assert first_contact(rec, KINDS) == "crossing x northbound / northbound x crossing"
+    assert first_collision_step(rec) == 1
     boat = [[0.0, 0.0], [0.0, 40.0], [20.0, 3.2], [40.0, 40.0], [10.0, 10.0]]
     rec = _recording([far, boat], [none, [False, False, True, False, False]])
     assert first_contact(rec, KINDS) == "southbound x moored boat"
     rec = _recording([far, far], [none, none])
     assert first_contact(rec, KINDS) == "time out"
+    assert first_collision_step(rec) is None
 
 
 def test_the_script_counts_the_failed_episodes_by_contact() -> None:
