@@ -40,6 +40,7 @@ INFO = "info"  # [...] int64 InfoState of the last step
 ENERGY = "energy"  # [..., 1] thrust energy of the last step
 REWARD_TERMS = "reward_terms"  # [..., T] the last step's reward by term
 FAILURES = "failures"  # [..., K] bool, the layout's end conditions met on the last step
+PRICED_TERM = "priced_term"  # [..., 1] a transition's priced reward term (training.constraint)
 
 OBSERVATION_KEYS = (SELF_STATE, OBJECTS, OBJECTS_MASK)
 """The observation fields inside :data:`GROUP`, in the networks' argument order."""

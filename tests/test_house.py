@@ -127,7 +127,8 @@ def test_run_values_live_only_in_the_yaml_files() -> None:
     from marinenav.training import config
 
     for schema in (config.EnvConf, config.CurriculumConf, config.TrainingConf,
-                   config.EvaluationConf, config.LoggerConf, config.CheckpointConf):  # fmt: skip
+                   config.ConstraintConf, config.EvaluationConf, config.LoggerConf,
+                   config.CheckpointConf):  # fmt: skip
         assert all(f.default is MISSING for f in dataclasses.fields(schema)), schema
     config.register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

@@ -9,6 +9,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from marinenav.keys import PRICED_TERM
 from marinenav.training.nstep import NStepTransitions
 from tests.sync_utils import count_read_backs
 
@@ -219,6 +220,39 @@ def test_random_sequence_matches_a_plain_reference(n: int) -> None:
     expected = reference(steps, n, GAMMA)
     assert len(got) > 50
     assert sorted(got) == sorted(expected)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_the_priced_term_runs_through_the_window_as_the_reward_does(n: int) -> None:
+    """With the term kept apart, each transition's ``("next", PRICED_TERM)`` is the n-step return of
+    the term's sequence: what a plain window gives for a reward equal to the term."""
+    rng = random.Random(7 + n)
+    E, R = 2, 3
+    kept = NStepTransitions(n, 0.5, extra_returns=(PRICED_TERM,))
+    plain_reward, plain_term = NStepTransitions(n, 0.5), NStepTransitions(n, 0.5)
+    alive = [[True] * R for _ in range(E)]
+    checked = 0
+    for t in range(50):
+        active = [[alive[e][r] for r in range(R)] for e in range(E)]
+        term = [[active[e][r] and rng.random() < 0.15 for r in range(R)] for e in range(E)]
+        reward = [[float(rng.randint(-4, 4)) for _ in range(R)] for _ in range(E)]
+        cost = [[float(rng.randint(-3, 0)) for _ in range(R)] for _ in range(E)]
+        step = step_td(t, reward, active, term)
+        step["next", "agents"].set(PRICED_TERM, torch.tensor(cost).unsqueeze(-1))
+        out = kept.push(step)
+        want_reward = plain_reward.push(step_td(t, reward, active, term))
+        want_term = plain_term.push(step_td(t, cost, active, term))
+        assert torch.equal(out["valid"], want_reward["valid"])
+        valid = out["valid"]
+        assert torch.equal(out["next", "reward"][valid], want_reward["next", "reward"][valid])
+        assert torch.equal(out["next", PRICED_TERM][valid], want_term["next", "reward"][valid])
+        checked += int(valid.sum())
+        for e in range(E):
+            for r in range(R):
+                alive[e][r] = alive[e][r] and not term[e][r]
+            if not any(alive[e]):
+                alive[e] = [True] * R
+    assert checked > 100
 
 
 def test_push_makes_no_read_back() -> None:

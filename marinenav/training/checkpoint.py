@@ -67,10 +67,11 @@ def run_state(
     ``"optimizers"``), ``counters`` (``timesteps``, ``updates``: the updater's count too,
     ``wall_clock_s``) and ``evaluations`` (every evaluation's metrics so far). A resumable
     checkpoint adds ``run``'s entries (the trainer gives ``learner``, ``simulator``,
-    ``trackers``) and the random streams (``agent_rng``: the agent's acting streams;
-    ``torch_rng``, ``cuda_rng``: the global ones); without ``run`` the state is a policy
-    snapshot (``"snapshot": True``: ``best/``, ``evaluated/<timestep>/``). Either adds, for a
-    run that averages its acting network's weights, ``average`` as ``"policy_average"``
+    ``trackers`` and ``constraint``: the priced term's multiplier, or ``None``) and the random
+    streams (``agent_rng``: the agent's acting streams; ``torch_rng``, ``cuda_rng``: the global
+    ones); without ``run`` the state is a policy snapshot (``"snapshot": True``: ``best/``,
+    ``evaluated/<timestep>/``). Either adds, for a run that averages its acting network's
+    weights, ``average`` as ``"policy_average"``
     (:meth:`marinenav.training.averaging.PolicyAverage.state_dict`)."""
     learned = {**agent.training_state_dict(), "optimizers": updater.state_dict()["optimizers"]}
     state = {"config": config, "agent": learned, "counters": counters, "evaluations": evaluations}

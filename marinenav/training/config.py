@@ -58,6 +58,17 @@ class CurriculumConf:
 
 
 @dataclass
+class ConstraintConf:
+    # a reward term priced by a Lagrange multiplier (marinenav.training.constraint): the term's
+    # name (train/reward_<term> in the logs); null: off, every term at its configured weight
+    term: Optional[str] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
+    target: float = MISSING  # allowed mean cost per episode: minus the term's sum, per robot
+    lr: float = MISSING  # multiplier step per finished episode, per unit of cost above target
+    initial: float = MISSING  # the multiplier at the start (1: the term's configured weight)
+    max: float = MISSING  # the multiplier's ceiling
+
+
+@dataclass
 class TrainingConf:
     total_timesteps: int = MISSING  # budget in environment steps (summed over environments)
     learning_starts: int = MISSING  # timesteps collected before the first update
@@ -77,6 +88,8 @@ class TrainingConf:
     final_epsilon: float = MISSING  # exploration rate after the decay
     exploration_fraction: float = MISSING  # fraction of the budget over which epsilon decays
     replay_capacity: int = MISSING  # robot transitions kept in the replay
+    # one reward term as a constraint, its weight set by the run (off-policy agents only)
+    constraint: ConstraintConf = MISSING
 
 
 # Evaluations and checkpoints per run when their intervals are null (see auto_interval)

@@ -35,8 +35,10 @@ from marinenav.keys import (
     GROUP,
     OBSERVATION_KEYS,
     REWARD,
+    REWARD_TERMS,
     TERMINATED,
 )
+from marinenav.training.constraint import PRICED, PricedTerm
 from marinenav.training.nstep import NStepTransitions
 from marinenav.training.prioritized import DevicePrioritizedSampler
 from marinenav.training.replay import RobotReplay
@@ -91,15 +93,16 @@ def make_learner(
     return getattr(importlib.import_module(module), cls)(agent, updater, cfg, device)
 
 
-def robot_transitions(transition: TensorDictBase) -> TensorDict:
+def robot_transitions(transition: TensorDictBase, extra: tuple[str, ...] = ()) -> TensorDict:
     """Flat ``[E * R]`` one-step robot transitions (views, no copy) in the agents' batch
-    layout (``marinenav.agents.base``), from a batched step's transition ``[E]``."""
+    layout (``marinenav.agents.base``), from a batched step's transition ``[E]``; the keys of
+    ``extra`` are taken from ``("next", "agents")`` as the reward is."""
     agents, nxt = transition.get(GROUP), transition.get(("next", GROUP))
     n = agents.batch_size.numel()
     flat = {key: agents.get(key).reshape(n, *agents.get(key).shape[2:]) for key in OBSERVATION_KEYS}
     action = agents.get(ACTION)
     flat[ACTION] = action.reshape(n, *action.shape[2:])
-    for key in (*OBSERVATION_KEYS, REWARD, TERMINATED, DONE):
+    for key in (*OBSERVATION_KEYS, REWARD, TERMINATED, DONE, *extra):
         value = nxt.get(key)
         flat[("next", key)] = value.reshape(n, *value.shape[2:])
     return TensorDict(flat, batch_size=[n])
@@ -124,6 +127,11 @@ class ReplayLearner:
     that were never written); from then on ``updates_per_timestep`` per new timestep, the
     fractional part carried over (``pending_updates``), so E environments per step do not
     change how much learning each transition gets.
+
+    With a priced reward term (:meth:`price`, ``training.constraint``) each transition keeps
+    that term apart (``("next", PRICED)``, n-step discounted like the reward) and every sampled
+    batch is re-priced at the multiplier of the moment before its update
+    (``marinenav.training.constraint``).
     """
 
     def __init__(
@@ -153,14 +161,33 @@ class ReplayLearner:
         # after n of them every robot that acted in the first has a complete transition stored
         self.steps_stored = 0
         self.steps_to_complete = options.n_step
+        self.priced: PricedTerm | None = None
+
+    def price(self, priced: PricedTerm) -> None:
+        """Learn with ``priced``'s term at its multiplier (call before the first step)."""
+        if self.steps_stored:
+            raise RuntimeError("a reward term can be priced only before the first step")
+        self.priced = priced
+        if self.nstep is not None:
+            self.nstep = NStepTransitions(self.nstep.n, self.nstep.gamma, extra_returns=(PRICED,))
+
+    def _keep_priced_term(self, transition: TensorDictBase) -> None:
+        """Put the priced term of the step, ``[E, R, 1]``, beside its reward."""
+        nxt = transition.get(("next", GROUP))
+        index = self.priced.index
+        nxt.set(PRICED, nxt.get(REWARD_TERMS)[..., index : index + 1].to(nxt.get(REWARD).dtype))
 
     def observe(self, transition: TensorDictBase) -> None:
         """Store the step's transitions of the robots that acted (n-step: those it
         completes)."""
         self.steps_stored = min(self.steps_stored + 1, self.steps_to_complete)
+        extra = ()
+        if self.priced is not None:
+            self._keep_priced_term(transition)
+            extra = (PRICED,)
         if self.nstep is None:
             valid = transition.get(ACTIVE_KEY).reshape(-1)
-            self.replay.extend(robot_transitions(transition), valid)
+            self.replay.extend(robot_transitions(transition, extra), valid)
             return
         transitions = self.nstep.push(transition)
         self.replay.extend(transitions.exclude("valid"), transitions.get("valid"))
@@ -188,6 +215,8 @@ class ReplayLearner:
         loss_sums = None
         for _ in range(count):
             batch = self.replay.sample()
+            if self.priced is not None:
+                self.priced.reprice(batch)
             losses = self.updater.update(batch)
             priority = losses.pop("priority", None)
             if priority is not None:

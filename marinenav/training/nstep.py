@@ -51,17 +51,25 @@ class NStepTransitions:
         n: steps per return (``n >= 1``; ``n = 1`` gives one-step transitions).
         gamma: discount factor.
         group: the key of the robot group in the step TensorDict (``"agents"``).
+        extra_returns: keys of further per-step scalars ``("next", group, key)`` ``[E, R, 1]``
+            summed and discounted along the window as the reward is, and returned as
+            ``("next", key)`` ``[N, 1]`` (a reward term kept apart:
+            ``marinenav.training.constraint``).
 
     The window is allocated at the first :meth:`push`, from that step's shapes, dtypes and
     device, and reused afterwards (the shapes must not change).
     """
 
-    def __init__(self, n: int, gamma: float, group: str = GROUP) -> None:
+    def __init__(
+        self, n: int, gamma: float, group: str = GROUP, extra_returns: tuple[str, ...] = ()
+    ) -> None:
         if n < 1:
             raise ValueError(f"n must be at least 1, got {n}")
         self.n = int(n)
         self.gamma = float(gamma)
         self.group = group
+        self.extra_returns = tuple(extra_returns)
+        self._summed = (REWARD, *self.extra_returns)  # the window's per-step scalars
         self.window: TensorDict | None = None  # [E, R, n], newest first
         self.count: torch.Tensor | None = None  # [E, R] int64: steps in the window
         self._returns: torch.Tensor | None = None  # [n, n]: R_k = sum_j M[k, j] r_j
@@ -77,7 +85,8 @@ class NStepTransitions:
             )
             for key in (*OBSERVATION_KEYS, ACTION)
         }
-        fields[REWARD] = torch.zeros((E, R, n), dtype=reward.dtype, device=device)
+        for key in self._summed:
+            fields[key] = torch.zeros((E, R, n), dtype=reward.dtype, device=device)
         self.window = TensorDict(fields, batch_size=(E, R, n), device=device)
         self.count = torch.zeros((E, R), dtype=torch.int64, device=device)
         g = self.gamma
@@ -104,7 +113,8 @@ class NStepTransitions:
         agents = step.get(self.group)
         nxt = step.get(("next", self.group))
         E, R = agents.batch_size[:2]
-        reward = nxt.get(REWARD).reshape(E, R)
+        scalars = {key: nxt.get(key).reshape(E, R) for key in self._summed}
+        reward = scalars[REWARD]
         if self.window is None:
             self._allocate(agents, reward)
         window, n = self.window, self.n
@@ -113,9 +123,9 @@ class NStepTransitions:
         terminated = nxt.get(TERMINATED).reshape(E, R)
 
         # shift the windows of the slots that acted and put this step in front
-        for key in WINDOW_KEYS:
+        for key in (*WINDOW_KEYS, *self.extra_returns):
             old = window.get(key)
-            new = reward if key == REWARD else agents.get(key)
+            new = scalars[key] if key in scalars else agents.get(key)
             shifted = torch.cat((new.unsqueeze(2).to(old.dtype), old[:, :, :-1]), dim=2)
             mask = active.view(E, R, *([1] * (old.dim() - 2)))
             old.copy_(torch.where(mask, shifted, old))
@@ -125,7 +135,7 @@ class NStepTransitions:
         valid = (
             active.unsqueeze(-1) & (k < count.unsqueeze(-1)) & ((k == n - 1) | done.unsqueeze(-1))
         )  # [E, R, n]
-        returns = window.get(REWARD) @ self._returns.T  # [E, R, n]: R_k
+        returns = {key: window.get(key) @ self._returns.T for key in self._summed}  # R_k [E, R, n]
         self.count.copy_(torch.where(active & done, 0, count))
 
         N = E * R * n
@@ -137,7 +147,8 @@ class NStepTransitions:
             return x.reshape(N, *x.shape[3:]).clone()
 
         out_next = {key: repeat(nxt.get(key)) for key in OBSERVATION_KEYS}
-        out_next[REWARD] = returns.reshape(N, 1)
+        for key, value in returns.items():
+            out_next[key] = value.reshape(N, 1)
         out_next[TERMINATED] = repeat(terminated).reshape(N, 1)
         out_next[DONE] = repeat(done).reshape(N, 1)
         out = {key: flat(window.get(key)) for key in (*OBSERVATION_KEYS, ACTION)}

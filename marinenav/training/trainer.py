@@ -80,6 +80,7 @@ from marinenav.training.checkpoint import (
     write_checkpoint,
 )
 from marinenav.training.config import crossed, layout_of, with_intervals
+from marinenav.training.constraint import PricedTerm, make_priced_term
 from marinenav.training.factory import build_agent, build_env, build_evaluator
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar, truncate_csv_logs
@@ -90,7 +91,7 @@ from marinenav.training.rundir import (
     record_resume,
 )
 from marinenav.training.updater import Updater
-from marinenav.training.validation import gpu_advice, no_update_warning, validate
+from marinenav.training.validation import ConfigError, gpu_advice, no_update_warning, validate
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)  # Ctrl-C, kill / Slurm, submitit
 # The trainer's record of a run: what it says to the user, and each evaluation. Under train.py,
@@ -254,6 +255,7 @@ class Trainer:
         # the reward's terms (the paper's, then the layout's) and the layout's end conditions
         self.term_names = self.env.sim.reward_term_names
         self.end_names = self.env.sim.end_conditions
+        self.priced = self._make_priced_term()
         scenarios = list(self.evaluator.evaluation_set.scenarios)
         write_text(self.run_dir / "eval_configs.json", json.dumps(scenarios))
         # Host-side counters (the loop's own arithmetic: never read from the device).
@@ -311,6 +313,27 @@ class Trainer:
         return PolicyAverage(self.agent.policy.selector,
                              start=round(start * training.total_timesteps),
                              interval=training.policy_average_interval)  # fmt: skip
+
+    def _make_priced_term(self) -> PricedTerm | None:
+        """The reward term ``training.constraint`` prices, handed to the learner (``None``:
+        off; :mod:`marinenav.training.constraint`). Refuses a term the run does not have and an
+        agent whose learner keeps no replay to re-price."""
+        try:
+            priced = make_priced_term(
+                self.cfg.training.get("constraint", None), self.term_names, self.device
+            )
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if priced is None:
+            return None
+        if not hasattr(self.learner, "price"):
+            raise ConfigError(
+                f"training.constraint.term={priced.term}: agent {self.cfg.agent.name} learns "
+                f"on-policy ({self.agent.learning}), and only a replay learner re-prices its "
+                "transitions; use an off-policy agent or training.constraint.term=null"
+            )
+        self.learner.price(priced)
+        return priced
 
     def _average_state(self) -> dict[str, Any] | None:
         """The weight average's checkpoint entry (``None`` without one)."""
@@ -501,6 +524,8 @@ class Trainer:
             m.get("failures").add_(failures.sum(dim=(0, 1)))
         per_robot = self.episode_terms / robots.unsqueeze(-1)
         m.get("reward_terms").add_(torch.where(done.unsqueeze(-1), per_robot, 0.0).sum(0))
+        if self.priced is not None:
+            self.priced.observe_episodes(per_robot[:, self.priced.index], done)
         self.episode_return.masked_fill_(done, 0.0)
         self.episode_terms.masked_fill_(done.unsqueeze(-1), 0.0)
         self.reached.masked_fill_(done.unsqueeze(-1), False)
@@ -514,6 +539,9 @@ class Trainer:
             values.append(value.reshape(-1))
             labels = self.term_names if key == "reward_terms" else self.end_names
             names += [key] if value.dim() == 0 else [f"{key}.{label}" for label in labels]
+        if self.priced is not None:  # the multiplier as it is now
+            values.append(self.priced.multiplier.reshape(1))
+            names.append("multiplier")
         kept = len(names)
         if self.loss_sums is not None:
             for key, value in self.loss_sums.items():
@@ -538,6 +566,8 @@ class Trainer:
             "train/timesteps_per_second": timesteps_per_second,
             "train/updates": float(self.updates),
         }
+        if self.priced is not None:
+            scalars[f"train/multiplier_{self.priced.term}"] = raw["multiplier"]
         if self.agent.epsilon_greedy:
             scalars["train/epsilon"] = linear_epsilon(self.timesteps, self.cfg.training)
         if self.loss_sums is not None:
@@ -663,6 +693,7 @@ class Trainer:
             "trackers": {"metrics": self.metrics.to_dict(), "episode_return": self.episode_return,
                          "reached": self.reached, "collided": self.collided,
                          "episode_terms": self.episode_terms},
+            "constraint": None if self.priced is None else self.priced.state_dict(),
         }  # fmt: skip
         state = run_state(
             OmegaConf.to_container(self.cfg, resolve=True), self.agent, self.updater,
@@ -680,6 +711,8 @@ class Trainer:
         counters = state["counters"]
         restore_agent(state, self.agent, self.updater)
         self.learner.load_state_dict(state["learner"])
+        if self.priced is not None and state.get("constraint") is not None:
+            self.priced.load_state_dict(state["constraint"])
         self.env.sim.load_state_dict(state["simulator"])
         self.timesteps, self.updates = counters["timesteps"], counters["updates"]
         # checkpoints written by earlier versions lack wall_clock_s

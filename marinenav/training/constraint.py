@@ -1,0 +1,114 @@
+"""A reward term priced by a Lagrange multiplier: constrained learning for off-policy agents.
+
+A layout's rule term (``passed_ahead``, ``port_turn``, ...) has a fixed weight: too low and the
+navigator breaks the rule, too high and it gives up the task to keep it. With
+``training.constraint.term=<name>`` the weight becomes a price the run sets itself
+(docs/training.md, "A term as a constraint: `training.constraint`"). The term's *cost* of an
+episode is minus the term's sum over it, per robot (a penalty of 10 charged once costs 10), and
+the run asks that the mean cost per episode stay at or below ``target``. The multiplier
+``lambda`` (``initial`` at the start, 1 being the term's configured weight) follows projected
+gradient ascent on that constraint, one step per finished episode,
+
+``lambda <- clip(lambda + lr * (cost - target), 0, max)``,
+
+so it rises while the term is paid more than the target allows and falls back when it is not.
+What the agents learn from is the reward with the term at ``lambda`` times its weight: the replay
+keeps each transition's term apart (its n-step discounted sum, beside the reward), and every
+sampled batch is priced at the multiplier of the moment,
+``reward <- reward + (lambda - 1) * term``, so a changed multiplier re-prices old transitions too.
+The environment's own reward, returns and logs keep the configured weight.
+
+Everything here is device tensors updated in place: no host read (the multiplier is read back
+with the other metrics at each log).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from marinenav.keys import PRICED_TERM, REWARD
+
+# the key of a transition's priced term, beside ("next", "reward") [..., 1]
+PRICED = PRICED_TERM
+
+
+class PricedTerm:
+    """The multiplier of one reward term and its update (see the module docstring).
+
+    Args:
+        term: the reward term's name, one of ``term_names``.
+        term_names: the environment's reward terms, in the order of its ``reward_terms``.
+        target: the allowed mean cost per episode (reward units per robot, >= 0).
+        lr: the multiplier's step per finished episode per unit of cost above the target (> 0).
+        initial: the multiplier at the start (>= 0; 1 is the term's configured weight).
+        ceiling: the multiplier's largest value (>= initial).
+        device: where the multiplier lives.
+    """
+
+    def __init__(
+        self, term: str, term_names: tuple[str, ...] | list[str], target: float, lr: float,
+        initial: float, ceiling: float, device: torch.device,
+    ) -> None:  # fmt: skip
+        names = list(term_names)
+        if term not in names:
+            raise ValueError(f"training.constraint.term={term!r} is not a reward term of this "
+                             f"run; its terms are {', '.join(names)}")  # fmt: skip
+        checks = (
+            ("target", target, target >= 0.0), ("lr", lr, lr > 0.0),
+            ("initial", initial, initial >= 0.0), ("max", ceiling, ceiling >= initial),
+        )  # fmt: skip
+        for key, value, ok in checks:
+            if not (ok and math.isfinite(value)):
+                rule = {"target": ">= 0", "lr": "> 0", "initial": ">= 0",
+                        "max": f">= training.constraint.initial ({initial})"}[key]  # fmt: skip
+                raise ValueError(f"training.constraint.{key} must be finite and {rule}, "
+                                 f"got {value}")  # fmt: skip
+        self.term = term
+        self.index = names.index(term)
+        self.target, self.lr, self.ceiling = float(target), float(lr), float(ceiling)
+        self.multiplier = torch.tensor(float(initial), dtype=torch.float64, device=device)
+
+    def observe_episodes(self, term_per_robot: torch.Tensor, done: torch.Tensor) -> None:
+        """One multiplier step per finished episode.
+
+        Args:
+            term_per_robot: ``[E]`` the term's sum over each environment's episode so far,
+                divided by its robots (reward units; a penalty is negative).
+            done: ``[E]`` bool, the environments whose episode ended in this step.
+        """
+        cost = -term_per_robot.double()
+        step = torch.where(done, cost - self.target, 0.0).sum() * self.lr
+        self.multiplier.copy_((self.multiplier + step).clamp(0.0, self.ceiling))
+
+    def reprice(self, batch: TensorDictBase) -> TensorDictBase:
+        """Price a sampled batch's term at the multiplier, in place:
+        ``("next", "reward") += (lambda - 1) * ("next", PRICED)``, both ``[B, 1]``."""
+        reward = batch.get(("next", REWARD))
+        extra = (self.multiplier - 1.0).to(reward.dtype) * batch.get(("next", PRICED))
+        reward.add_(extra)
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"term": self.term, "multiplier": self.multiplier.clone()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["term"] != self.term:
+            raise ValueError(f"the checkpoint prices term {state['term']!r}, this run "
+                             f"{self.term!r}")  # fmt: skip
+        self.multiplier.copy_(state["multiplier"])
+
+
+def make_priced_term(
+    constraint, term_names: tuple[str, ...] | list[str], device: torch.device
+) -> PricedTerm | None:
+    """The run's :class:`PricedTerm` from ``training.constraint`` (``None`` when its ``term``
+    is null or the key is absent)."""
+    if constraint is None or constraint.get("term", None) is None:
+        return None
+    return PricedTerm(constraint.term, term_names, target=constraint.target, lr=constraint.lr,
+                      initial=constraint.initial, ceiling=constraint.max,
+                      device=device)  # fmt: skip

@@ -1,0 +1,159 @@
+"""A reward term priced by a Lagrange multiplier (``marinenav.training.constraint``,
+``training.constraint``): the multiplier's steps by hand, the re-pricing of a sampled batch,
+and the trainer end to end (the multiplier against
+the run's own logged costs, every update's batch re-priced, the multiplier resumed, refusals)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from marinenav.training.constraint import PRICED, PricedTerm
+from marinenav.training.rundir import RunDirectoryError
+from marinenav.training.trainer import Trainer
+from marinenav.training.validation import ConfigError
+from tests.run_utils import tiny_config
+from tests.sync_utils import count_read_backs
+
+TERMS = ("progress", "colregs", "terminal")
+
+
+def priced(target: float = 0.5, lr: float = 0.1, initial: float = 1.0, ceiling: float = 3.0,
+           term: str = "colregs") -> PricedTerm:  # fmt: skip
+    return PricedTerm(term, TERMS, target, lr, initial, ceiling, torch.device("cpu"))
+
+
+def test_the_multiplier_steps_once_per_finished_episode_by_its_cost_over_the_target() -> None:
+    p = priced(target=0.5, lr=0.1)
+    # two episodes end, costing 2 and 0 (the term is a penalty: -2 and 0); the third goes on
+    p.observe_episodes(torch.tensor([-2.0, 0.0, -5.0]), torch.tensor([True, True, False]))
+    assert p.multiplier.item() == pytest.approx(1.0 + 0.1 * ((2.0 - 0.5) + (0.0 - 0.5)))
+    p.observe_episodes(torch.tensor([-9.0, -9.0]), torch.tensor([False, False]))  # none ends
+    assert p.multiplier.item() == pytest.approx(1.1)
+    for _ in range(30):  # clean episodes lower it, down to 0 and no further
+        p.observe_episodes(torch.tensor([0.0]), torch.tensor([True]))
+    assert p.multiplier.item() == 0.0
+    for _ in range(30):  # costly ones raise it, up to the ceiling
+        p.observe_episodes(torch.tensor([-10.0]), torch.tensor([True]))
+    assert p.multiplier.item() == 3.0
+
+
+def test_a_sampled_batch_is_priced_at_the_multiplier_of_the_moment() -> None:
+    p = priced(initial=3.0)
+    rows = {"reward": torch.tensor([[-1.5], [0.5]]), PRICED: torch.tensor([[-1.0], [0.0]])}
+    batch = TensorDict({"next": rows}, batch_size=[2])
+    p.reprice(batch)  # the term at 3 times its weight: 2 more of it
+    assert batch["next", "reward"].flatten().tolist() == [-3.5, 0.5]
+    p.multiplier.fill_(0.0)
+    batch["next", "reward"].copy_(torch.tensor([[-1.5], [0.5]]))
+    p.reprice(batch)  # the term left out
+    assert batch["next", "reward"].flatten().tolist() == [-0.5, 0.5]
+
+
+def test_the_multiplier_makes_no_read_back() -> None:
+    p = priced()
+    batch = TensorDict({"next": {"reward": torch.ones(4, 1), PRICED: -torch.ones(4, 1)}}, [4])
+    with count_read_backs() as counts:
+        for _ in range(3):
+            p.observe_episodes(-torch.rand(8), torch.rand(8) < 0.5)
+            p.reprice(batch)
+    assert sum(counts.values()) == 0, dict(counts)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [({"term": "lane"}, "'lane' is not a reward term of this run; its terms are progress, "
+                        "colregs, terminal"),
+     ({"target": -0.1}, "training.constraint.target must be finite and >= 0, got -0.1"),
+     ({"lr": 0.0}, "training.constraint.lr must be finite and > 0, got 0.0"),
+     ({"lr": math.nan}, "training.constraint.lr must be finite and > 0, got nan"),
+     ({"initial": -1.0}, "training.constraint.initial must be finite and >= 0, got -1.0"),
+     ({"ceiling": 0.5}, "training.constraint.max must be finite and >= "
+                        "training.constraint.initial (1.0), got 0.5")],
+)  # fmt: skip
+def test_bad_constraint_values_are_refused_in_one_line(changes: dict, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        priced(**changes)
+    assert message in str(caught.value)
+
+
+def logged(run_dir: Path, name: str) -> list[float]:
+    """A scalar's values in the run's CSV logs, in step order."""
+    path = run_dir / "logs" / "scalars" / f"{name}.csv"
+    with path.open() as handle:
+        return [float(row[1]) for row in csv.reader(handle)]
+
+
+CONSTRAINED = ("training.constraint.term=progress", "training.constraint.target=0.2",
+               "training.constraint.lr=0.05", "training.constraint.initial=5.0",
+               "training.constraint.max=100.0")  # fmt: skip
+
+
+@pytest.mark.parametrize("agent", ["rainbow", "dqn"])  # n-step and one-step replays
+def test_a_constrained_run_prices_every_batch_and_steps_by_its_logged_costs(
+    agent: str, tmp_path: Path
+) -> None:
+    trainer = Trainer(tiny_config(f"agent={agent}", *CONSTRAINED), tmp_path)
+    p = trainer.priced
+    sampled: list[tuple] = []
+    sample, update = trainer.learner.replay.sample, trainer.updater.update
+
+    def sample_and_note():
+        batch = sample()
+        sampled.append((batch.clone(), p.multiplier.clone()))
+        return batch
+
+    def update_and_check(batch):
+        before, multiplier = sampled[-1]
+        stored, term = before["next", "reward"], before["next", PRICED]
+        assert torch.allclose(batch["next", "reward"], stored + (multiplier.float() - 1) * term)
+        return update(batch)
+
+    trainer.learner.replay.sample = sample_and_note
+    trainer.updater.update = update_and_check
+    trainer.train()
+    assert len(sampled) > 10
+    terms = torch.cat([batch["next", PRICED] for batch, _ in sampled])
+    assert (terms != 0).float().mean() > 0.5  # the progress term is paid on most steps
+    # the multiplier's path, from the run's own logs: one step per finished episode
+    episodes = logged(tmp_path, "train/episodes")
+    term_mean = logged(tmp_path, "train/reward_progress")
+    cost = sum(-m * k for m, k in zip(term_mean, episodes, strict=True) if k)
+    expected = 5.0 + 0.05 * (cost - 0.2 * sum(episodes))
+    assert 0.0 < expected < 100.0  # the clip never acted: the sum is the path
+    assert p.multiplier.item() == pytest.approx(expected, rel=1e-9)
+    assert logged(tmp_path, "train/multiplier_progress")[-1] == pytest.approx(expected)
+
+
+def test_a_resumed_run_keeps_its_multiplier(tmp_path: Path) -> None:
+    first = Trainer(tiny_config("agent=dqn", *CONSTRAINED), tmp_path)
+    first.train()
+    reached = first.priced.multiplier.item()
+    assert reached != 5.0
+    resumed = Trainer(tiny_config("agent=dqn", *CONSTRAINED, "resume=true",
+                                  "training.total_timesteps=240"), tmp_path)  # fmt: skip
+    assert resumed.priced.multiplier.item() == reached
+    del resumed
+    changed = [*CONSTRAINED, "training.constraint.target=1.0", "resume=true"]
+    with pytest.raises(RunDirectoryError, match=r"training.constraint.target=0.2"):
+        Trainer(tiny_config("agent=dqn", *changed), tmp_path)
+
+
+def test_a_term_the_run_lacks_and_an_on_policy_agent_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="'lane' is not a reward term of this run"):
+        Trainer(tiny_config("agent=dqn", "training.constraint.term=lane"), tmp_path / "a")
+    with pytest.raises(ConfigError, match="agent mappo learns on-policy"):
+        Trainer(tiny_config("agent=mappo", "training.constraint.term=progress"), tmp_path / "b")
+
+
+def test_without_a_constraint_nothing_is_priced(tmp_path: Path) -> None:
+    trainer = Trainer(tiny_config("agent=dqn"), tmp_path)
+    trainer.train()
+    assert trainer.priced is None
+    assert PRICED not in trainer.learner.replay.sample()["next"].keys()
+    assert not (tmp_path / "logs" / "scalars" / "train" / "multiplier_progress.csv").exists()
