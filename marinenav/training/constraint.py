@@ -85,11 +85,12 @@ class PricedTerm:
         self.multiplier.copy_((self.multiplier + step).clamp(0.0, self.ceiling))
 
     def reprice(self, batch: TensorDictBase) -> TensorDictBase:
-        """Price a sampled batch's term at the multiplier, in place:
-        ``("next", "reward") += (lambda - 1) * ("next", PRICED)``, both ``[B, 1]``."""
+        """Price a sampled batch's term at the multiplier: ``("next", "reward")`` becomes
+        ``reward + (lambda - 1) * ("next", PRICED)``, both ``[B, 1]``: a new tensor in the
+        batch, so the replay's stored reward (which the batch might view) stays as written."""
         reward = batch.get(("next", REWARD))
         extra = (self.multiplier - 1.0).to(reward.dtype) * batch.get(("next", PRICED))
-        reward.add_(extra)
+        batch.set(("next", REWARD), reward + extra)
         return batch
 
     def state_dict(self) -> dict[str, Any]:
