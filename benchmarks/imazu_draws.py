@@ -63,19 +63,19 @@ def report(label: str, seeds: list[int], draws: list[tuple[list[bool], list[bool
     lines = [f"{label}: {len(draws)} draws", "", "| noise seed | solved | kept |",
              "| ---: | ---: | ---: |"]  # fmt: skip
     lines += [f"| {seed} | {s} | {k} |" for seed, s, k in zip(seeds, solved, kept, strict=True)]
+    cases = range(len(draws[0][0]))
     lines += [
         "",
         f"solved: mean {statistics.mean(solved):.1f}, {min(solved)}-{max(solved)}; kept: mean "
         f"{statistics.mean(kept):.1f}, {min(kept)}-{max(kept)}; draws meeting the bar "
         f"(>= {SOLVED_BAR} solved, >= {KEPT_BAR} kept): {meeting} of {len(draws)}",
         "",
-        "| case | " + " | ".join(str(c + 1) for c in range(len(draws[0][0]))) + " |",
-        "| --- |" + " ---: |" * len(draws[0][0]),
-        "| solved | " + " | ".join(str(sum(d[0][c] for d in draws))
-                                    for c in range(len(draws[0][0]))) + " |",
-        "| kept | " + " | ".join(str(sum(d[1][c] for d in draws))
-                                  for c in range(len(draws[0][0]))) + " |",
-    ]  # fmt: skip
+        "| case | " + " | ".join(str(c + 1) for c in cases) + " |",
+        "| --- |" + " ---: |" * len(cases),
+    ]
+    for row, column in (("solved", 0), ("kept", 1)):
+        counts = (str(sum(d[column][c] for d in draws)) for c in cases)
+        lines.append(f"| {row} | " + " | ".join(counts) + " |")
     return "\n".join(lines)
 
 

@@ -58,13 +58,12 @@ class PricedTerm:
             raise ValueError(f"training.constraint.term={term!r} is not a reward term of this "
                              f"run; its terms are {', '.join(names)}")  # fmt: skip
         checks = (
-            ("target", target, target >= 0.0), ("lr", lr, lr > 0.0),
-            ("initial", initial, initial >= 0.0), ("max", ceiling, ceiling >= initial),
+            ("target", target, target >= 0.0, ">= 0"), ("lr", lr, lr > 0.0, "> 0"),
+            ("initial", initial, initial >= 0.0, ">= 0"),
+            ("max", ceiling, ceiling >= initial, f">= training.constraint.initial ({initial})"),
         )  # fmt: skip
-        for key, value, ok in checks:
+        for key, value, ok, rule in checks:
             if not (ok and math.isfinite(value)):
-                rule = {"target": ">= 0", "lr": "> 0", "initial": ">= 0",
-                        "max": f">= training.constraint.initial ({initial})"}[key]  # fmt: skip
                 raise ValueError(f"training.constraint.{key} must be finite and {rule}, "
                                  f"got {value}")  # fmt: skip
         self.term = term
