@@ -159,3 +159,86 @@ def test_without_a_constraint_nothing_is_priced(tmp_path: Path) -> None:
     assert trainer.priced is None
     assert PRICED not in trainer.learner.replay.sample()["next"].keys()
     assert not (tmp_path / "logs" / "scalars" / "train" / "multiplier_progress.csv").exists()
+
+
+def test_a_constraint_over_one_part_counts_that_parts_episodes_only() -> None:
+    p = PricedTerm("colregs", TERMS, 0.5, 0.1, 1.0, 3.0, torch.device("cpu"), part="imazu",
+                   part_names=("open_water", "imazu"))  # fmt: skip
+    term = torch.tensor([-4.0, -2.0, -1.0, -8.0])
+    done = torch.tensor([True, True, False, True])
+    part = torch.tensor([1, 0, 1, 1])  # env 1 is open water, env 2 has not finished
+    p.observe_episodes(term, done, part)
+    assert p.multiplier.item() == pytest.approx(1.0 + 0.1 * ((4.0 - 0.5) + (8.0 - 0.5)))
+    multiplier, cost, counted = (value.item() for value in p.log_values())
+    assert (cost, counted) == (12.0, 2.0)
+    p.observe_episodes(term, done, torch.zeros(4, dtype=torch.int64))  # open water only
+    assert p.multiplier.item() == multiplier
+    p.reset_log()
+    assert [value.item() for value in p.log_values()[1:]] == [0.0, 0.0]
+    with pytest.raises(ValueError, match="pass each episode's part"):
+        p.observe_episodes(term, done)
+
+
+@pytest.mark.parametrize(
+    ("part", "names", "message"),
+    [("harbour", ("open_water", "imazu"), "training.constraint.part='harbour' is not a part of "
+                                          "this run's mixture; its parts are open_water, imazu"),
+     ("imazu", (), "training.constraint.part='imazu' needs a mixed layout (scenario=mix)")],
+)  # fmt: skip
+def test_a_part_the_run_lacks_is_refused(part: str, names: tuple, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        PricedTerm("colregs", TERMS, 0.5, 0.1, 1.0, 3.0, torch.device("cpu"), part=part,
+                   part_names=names)  # fmt: skip
+    assert message in str(caught.value)
+
+
+# two of the mixture's parts (the tiny curriculum has one stage; the currents part lists six)
+MIXED = ("scenario=mix", "~scenario.parts.open_water", "~scenario.parts.currents")
+
+
+def test_a_constrained_run_over_one_part_hands_each_finished_episode_its_own_part(
+    tmp_path: Path,
+) -> None:
+    trainer = Trainer(tiny_config("agent=dqn", *MIXED, *CONSTRAINED,
+                                  "training.constraint.part=imazu"), tmp_path)  # fmt: skip
+    p, sim = trainer.priced, trainer.env.sim
+    assert p.part_index == 1  # the parts left: harbour, imazu
+    before: list[torch.Tensor] = []
+    seen: list[tuple] = []
+    step, observe = trainer.env.step_and_reset, p.observe_episodes
+
+    def step_noting_the_part(step_input):
+        before.append(sim.scenario.layout_part.clone())  # the running episodes' parts
+        return step(step_input)
+
+    def observe_and_note(term, done, episode_part):
+        seen.append((term.clone(), done.clone(), episode_part.clone()))
+        observe(term, done, episode_part)
+
+    trainer.env.step_and_reset = step_noting_the_part
+    p.observe_episodes = observe_and_note
+    trainer.train()
+    assert len(seen) == len(before) > 0
+    for (_, _, part), running in zip(seen, before, strict=True):
+        assert torch.equal(part, running)
+    finished = torch.stack([done for _, done, _ in seen])
+    parts = torch.stack([part for _, _, part in seen])
+    assert (finished & (parts == 1)).any() and (finished & (parts != 1)).any()
+    costs = torch.stack([-term for term, _, _ in seen]).double()
+    counted = finished & (parts == 1)
+    expected = 5.0 + 0.05 * (costs[counted].sum().item() - 0.2 * counted.sum().item())
+    assert p.multiplier.item() == pytest.approx(expected, rel=1e-9)
+    # each log's cost: the mean over the episodes of the part that ended in its interval
+    E, start = trainer.cfg.env.num_envs, 0
+    path = tmp_path / "logs" / "scalars" / "train" / "cost_progress.csv"
+    with path.open() as handle:
+        rows = [(int(row[0]), float(row[1])) for row in csv.reader(handle)]
+    for timestep, mean in rows:
+        end = timestep // E  # the steps up to this log
+        interval = counted[start:end]
+        if interval.any():
+            assert mean == pytest.approx(costs[start:end][interval].mean().item(), rel=1e-9)
+        else:
+            assert math.isnan(mean)
+        start = end
+    assert start == len(seen) and any(math.isfinite(mean) for _, mean in rows)

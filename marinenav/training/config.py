@@ -66,6 +66,8 @@ class ConstraintConf:
     lr: float = MISSING  # multiplier step per finished episode, per unit of cost above target
     initial: float = MISSING  # the multiplier at the start (1: the term's configured weight)
     max: float = MISSING  # the multiplier's ceiling
+    # a mixed layout's part (scenario=mix) whose episodes alone step the multiplier; null: all
+    part: Optional[str] = MISSING  # noqa: UP045 (OmegaConf needs Optional)
 
 
 @dataclass

@@ -255,7 +255,7 @@ class Trainer:
         # the reward's terms (the paper's, then the layout's) and the layout's end conditions
         self.term_names = self.env.sim.reward_term_names
         self.end_names = self.env.sim.end_conditions
-        self.priced = self._make_priced_term()
+        self.priced = self._make_priced_term(getattr(layout, "part_names", ()))
         scenarios = list(self.evaluator.evaluation_set.scenarios)
         write_text(self.run_dir / "eval_configs.json", json.dumps(scenarios))
         # Host-side counters (the loop's own arithmetic: never read from the device).
@@ -285,6 +285,9 @@ class Trainer:
         self.td = self.env.reset()
         if resume_from is not None:
             self.load_checkpoint(resume_from)
+        # the mixture part of each environment's running episode, for a constraint over one
+        # part: a step's reset has drawn the next episode's part by the time it is tracked
+        self.episode_part = self.env.sim.scenario.layout_part.clone()
         if cfg.compile:  # after loading: a checkpoint's optimiser state resets capturable
             self.agent.compile_policy()
         if cfg.compile or cfg.cudagraphs:
@@ -314,14 +317,14 @@ class Trainer:
                              start=round(start * training.total_timesteps),
                              interval=training.policy_average_interval)  # fmt: skip
 
-    def _make_priced_term(self) -> PricedTerm | None:
+    def _make_priced_term(self, part_names: list[str] | tuple[str, ...]) -> PricedTerm | None:
         """The reward term ``training.constraint`` prices, handed to the learner (``None``:
-        off; :mod:`marinenav.training.constraint`). Refuses a term the run does not have and an
+        off; :mod:`marinenav.training.constraint`). Refuses a term the run does not have, a
+        part its mixture lacks (``part_names``: empty for a layout that is not a mixture) and an
         agent whose learner keeps no replay to re-price."""
         try:
-            priced = make_priced_term(
-                self.cfg.training.get("constraint", None), self.term_names, self.device
-            )
+            priced = make_priced_term(self.cfg.training.get("constraint", None),
+                                      self.term_names, self.device, part_names)  # fmt: skip
         except ValueError as error:
             raise ConfigError(str(error)) from None
         if priced is None:
@@ -525,7 +528,8 @@ class Trainer:
         per_robot = self.episode_terms / robots.unsqueeze(-1)
         m.get("reward_terms").add_(torch.where(done.unsqueeze(-1), per_robot, 0.0).sum(0))
         if self.priced is not None:
-            self.priced.observe_episodes(per_robot[:, self.priced.index], done)
+            self.priced.observe_episodes(per_robot[:, self.priced.index], done, self.episode_part)
+            self.episode_part.copy_(self.env.sim.scenario.layout_part)
         self.episode_return.masked_fill_(done, 0.0)
         self.episode_terms.masked_fill_(done.unsqueeze(-1), 0.0)
         self.reached.masked_fill_(done.unsqueeze(-1), False)
@@ -539,9 +543,9 @@ class Trainer:
             values.append(value.reshape(-1))
             labels = self.term_names if key == "reward_terms" else self.end_names
             names += [key] if value.dim() == 0 else [f"{key}.{label}" for label in labels]
-        if self.priced is not None:  # the multiplier as it is now
-            values.append(self.priced.multiplier.reshape(1))
-            names.append("multiplier")
+        if self.priced is not None:  # the multiplier now; the counted episodes' cost
+            values += [value.reshape(1) for value in self.priced.log_values()]
+            names += ["multiplier", "priced_cost", "priced_episodes"]
         kept = len(names)
         if self.loss_sums is not None:
             for key, value in self.loss_sums.items():
@@ -567,7 +571,10 @@ class Trainer:
             "train/updates": float(self.updates),
         }
         if self.priced is not None:
-            scalars[f"train/multiplier_{self.priced.term}"] = raw["multiplier"]
+            term, counted = self.priced.term, raw["priced_episodes"]
+            scalars[f"train/multiplier_{term}"] = raw["multiplier"]
+            # the mean cost of the episodes that stepped it (its part's only, if it has one)
+            scalars[f"train/cost_{term}"] = raw["priced_cost"] / counted if counted else math.nan
         if self.agent.epsilon_greedy:
             scalars["train/epsilon"] = linear_epsilon(self.timesteps, self.cfg.training)
         if self.loss_sums is not None:
@@ -584,6 +591,8 @@ class Trainer:
                 refresh=False,
             )  # fmt: skip
         self.metrics.zero_()
+        if self.priced is not None:
+            self.priced.reset_log()
         self.loss_sums = None
         self._updates_at_log = self.updates
         return scalars
