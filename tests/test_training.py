@@ -178,9 +178,20 @@ def test_checkpoint_holds_only_the_filled_replay(agent: str, tmp_path: Path) -> 
     assert (tmp_path / "checkpoint.pt").stat().st_size < 3 * agent_bytes + 1_000_000
 
 
-@pytest.mark.parametrize("agent", ["dqn", "sac", "rainbow"])
-def test_training_steps_make_no_host_read_back(agent: str, tmp_path: Path) -> None:
-    cfg = tiny_config(f"agent={agent}", "env.num_envs=4", "env.max_episode_steps=20")
+# two parts of the mixture (the tiny curriculum has one stage; the currents part lists six)
+TWO_PARTS = ("scenario=mix", "~scenario.parts.open_water", "~scenario.parts.currents")
+# and the pass event priced over the Imazu part's episodes: the per-part and priced paths
+MIXED_AND_PRICED = (*TWO_PARTS, "scenario.passed_ahead_penalty=5",
+                    "training.constraint.term=passed_ahead", "training.constraint.part=imazu")
+
+
+@pytest.mark.parametrize(
+    ("agent", "extra"),
+    [("dqn", ()), ("sac", ()), ("rainbow", ()), ("rainbow", MIXED_AND_PRICED)],
+    ids=["dqn", "sac", "rainbow", "rainbow-mix-priced"],
+)
+def test_training_steps_make_no_host_read_back(agent: str, extra: tuple, tmp_path: Path) -> None:
+    cfg = tiny_config(f"agent={agent}", "env.num_envs=4", "env.max_episode_steps=20", *extra)
     trainer = Trainer(cfg, tmp_path)
 
     def batched_step() -> None:  # what the training loop does per batched step
@@ -421,3 +432,45 @@ def test_compiled_training_steps_do_not_recompile(agent: str, tmp_path: Path) ->
     assert counters["stats"]["unique_graphs"] == graphs
     assert trainer.updates == updates + 40
     assert sum(reads.values()) == 0, dict(reads)
+
+
+def test_a_mixture_logs_each_part_by_the_part_its_episodes_ran_in(tmp_path: Path) -> None:
+    trainer = Trainer(tiny_config("agent=dqn", *TWO_PARTS, "env.max_episode_steps=30"), tmp_path)
+    assert trainer.part_names == ["harbour", "imazu"]
+    sim, step = trainer.env.sim, trainer.env.step_and_reset
+    ran: list[tuple[torch.Tensor, torch.Tensor]] = []  # (the running episodes' parts, done)
+
+    def step_noting_the_part(step_input):
+        part = sim.scenario.layout_part.clone()
+        out, following = step(step_input)
+        ran.append((part, out.get("done").reshape(-1)))  # the environment's own [E, 1]
+        return out, following
+
+    trainer.env.step_and_reset = step_noting_the_part
+    trainer.train()
+
+    def logged_rows(name: str) -> dict[int, float]:
+        path = tmp_path / "logs" / "scalars" / f"{name}.csv"
+        return {int(step): float(value) for step, value in
+                (line.split(",") for line in path.read_text().split())}  # fmt: skip
+
+    E, start = trainer.cfg.env.num_envs, 0
+    totals = logged_rows("train/episodes")
+    success = logged_rows("train/success_rate")
+    progress = logged_rows("train/reward_progress")
+    parts = {name: {key: logged_rows(f"train/{name}/{key}")
+                    for key in ("episodes", "success_rate", "reward_progress")}
+             for name in trainer.part_names}  # fmt: skip
+    for timestep, episodes in totals.items():
+        end = timestep // E
+        for k, name in enumerate(trainer.part_names):  # counted by the part they ran in
+            ended = sum(int((done & (part == k)).sum()) for part, done in ran[start:end])
+            assert parts[name]["episodes"][timestep] == ended
+        assert sum(parts[name]["episodes"][timestep] for name in parts) == episodes
+        if episodes:  # the parts add up to the whole
+            for key, whole in (("success_rate", success), ("reward_progress", progress)):
+                total = sum(parts[name][key][timestep] * parts[name]["episodes"][timestep]
+                            for name in parts if parts[name]["episodes"][timestep])  # fmt: skip
+                assert total == pytest.approx(whole[timestep] * episodes, rel=1e-9, abs=1e-12)
+        start = end
+    assert all(sum(parts[name]["episodes"].values()) > 0 for name in parts)

@@ -255,7 +255,9 @@ class Trainer:
         # the reward's terms (the paper's, then the layout's) and the layout's end conditions
         self.term_names = self.env.sim.reward_term_names
         self.end_names = self.env.sim.end_conditions
-        self.priced = self._make_priced_term(getattr(layout, "part_names", ()))
+        # a mixed layout's parts (env.layout_part indexes them); empty for any other layout
+        self.part_names = list(getattr(layout, "part_names", ()))
+        self.priced = self._make_priced_term(self.part_names)
         scenarios = list(self.evaluator.evaluation_set.scenarios)
         write_text(self.run_dir / "eval_configs.json", json.dumps(scenarios))
         # Host-side counters (the loop's own arithmetic: never read from the device).
@@ -347,14 +349,26 @@ class Trainer:
         finished episodes, successes, the sum of their per-robot returns, robot transitions,
         the reward summed over robots and steps, and each reward term's per-robot sum over the
         finished episodes (``reward_terms [T]``, ``term_names``' order) and the robots ended by
-        each of the layout's end conditions (``failures [K]``, ``end_names``' order)."""
+        each of the layout's end conditions (``failures [K]``, ``end_names``' order). A mixed
+        layout adds the same per part (``part_names``' order): ``part_episodes [P]``,
+        ``part_successes [P]`` and ``part_reward_terms [P, T]``."""
         zero = lambda *shape: torch.zeros(shape, dtype=torch.float64, device=self.device)  # noqa: E731
+        P, T = len(self.part_names), len(self.term_names)
+        per_part = {"part_episodes": zero(P), "part_successes": zero(P),
+                    "part_reward_terms": zero(P, T)} if P else {}  # fmt: skip
         return TensorDict(
             {"episodes": zero(), "successes": zero(), "return_sum": zero(),
              "transitions": zero(), "reward_sum": zero(),
-             "reward_terms": zero(len(self.term_names)), "failures": zero(len(self.end_names))},
+             "reward_terms": zero(T), "failures": zero(len(self.end_names)), **per_part},
             batch_size=[], device=self.device,
         )  # fmt: skip
+
+    def _metric_labels(self, key: str) -> list[str]:
+        """The labels of an accumulator's entries, flattened in its order (0-d: none)."""
+        per_part_terms = [f"{part}.{term}" for part in self.part_names for term in self.term_names]
+        return {"reward_terms": self.term_names, "failures": self.end_names,
+                "part_episodes": self.part_names, "part_successes": self.part_names,
+                "part_reward_terms": per_part_terms}.get(key, [])  # fmt: skip
 
     def _load_metrics(self, saved: dict | torch.Tensor) -> None:
         """Accumulators from a checkpoint; one of an earlier version is a packed ``[5]`` tensor
@@ -526,9 +540,16 @@ class Trainer:
             failures = step_output.get(FAILURES_KEY)
             m.get("failures").add_(failures.sum(dim=(0, 1)))
         per_robot = self.episode_terms / robots.unsqueeze(-1)
-        m.get("reward_terms").add_(torch.where(done.unsqueeze(-1), per_robot, 0.0).sum(0))
+        ended_terms = torch.where(done.unsqueeze(-1), per_robot, 0.0)
+        m.get("reward_terms").add_(ended_terms.sum(0))
+        if self.part_names:  # the same per part of the mixture, by each episode's own part
+            part = self.episode_part
+            m.get("part_episodes").index_add_(0, part, done.double())
+            m.get("part_successes").index_add_(0, part, success.double())
+            m.get("part_reward_terms").index_add_(0, part, ended_terms)
         if self.priced is not None:
             self.priced.observe_episodes(per_robot[:, self.priced.index], done, self.episode_part)
+        if self.part_names:
             self.episode_part.copy_(self.env.sim.scenario.layout_part)
         self.episode_return.masked_fill_(done, 0.0)
         self.episode_terms.masked_fill_(done.unsqueeze(-1), 0.0)
@@ -541,7 +562,7 @@ class Trainer:
         values, names = [], []
         for key, value in self.metrics.items():
             values.append(value.reshape(-1))
-            labels = self.term_names if key == "reward_terms" else self.end_names
+            labels = self._metric_labels(key)
             names += [key] if value.dim() == 0 else [f"{key}.{label}" for label in labels]
         if self.priced is not None:  # the multiplier now; the counted episodes' cost
             values += [value.reshape(1) for value in self.priced.log_values()]
@@ -570,6 +591,15 @@ class Trainer:
             "train/timesteps_per_second": timesteps_per_second,
             "train/updates": float(self.updates),
         }
+        for part in self.part_names:  # each part of a mixture on its own
+            ended = raw[f"part_episodes.{part}"]
+            scalars[f"train/{part}/episodes"] = ended
+            scalars[f"train/{part}/success_rate"] = (
+                raw[f"part_successes.{part}"] / ended if ended else math.nan
+            )
+            for name in self.term_names:
+                value = raw[f"part_reward_terms.{part}.{name}"]
+                scalars[f"train/{part}/reward_{name}"] = value / ended if ended else math.nan
         if self.priced is not None:
             term, counted = self.priced.term, raw["priced_episodes"]
             scalars[f"train/multiplier_{term}"] = raw["multiplier"]
