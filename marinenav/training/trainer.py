@@ -287,8 +287,9 @@ class Trainer:
         self.td = self.env.reset()
         if resume_from is not None:
             self.load_checkpoint(resume_from)
-        # the mixture part of each environment's running episode, for a constraint over one
-        # part: a step's reset has drawn the next episode's part by the time it is tracked
+        # the mixture part of each environment's running episode (per-part logs, a constraint
+        # over one part), kept here: a step's reset has drawn the next episode's part by the
+        # time the step is tracked
         self.episode_part = self.env.sim.scenario.layout_part.clone()
         if cfg.compile:  # after loading: a checkpoint's optimiser state resets capturable
             self.agent.compile_policy()
