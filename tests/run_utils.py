@@ -75,6 +75,14 @@ def wait_for(condition, process: subprocess.Popen, what: str, timeout: float = 3
         time.sleep(0.05)
 
 
+def logged_scalars(run_dir: Path, name: str) -> dict[int, float]:
+    """A logged scalar's values by timestep, from the run's CSV logs (``name``, e.g.
+    ``"train/episodes"``: ``logs/scalars/train/episodes.csv``, ``step,value`` lines)."""
+    path = run_dir / "logs" / "scalars" / f"{name}.csv"
+    rows = (line.split(",") for line in path.read_text().splitlines())
+    return {int(step): float(value) for step, value in rows}
+
+
 def logged_at(run_dir: Path, timestep: int) -> bool:
     """Whether the run has logged its training metrics of ``timestep`` (a full CSV line)."""
     path = run_dir / "logs" / "scalars" / "train" / "updates.csv"

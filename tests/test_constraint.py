@@ -5,7 +5,6 @@ the run's own logged costs, every update's batch re-priced, the multiplier resum
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from marinenav.training.constraint import PRICED, PricedTerm
 from marinenav.training.rundir import RunDirectoryError
 from marinenav.training.trainer import Trainer
 from marinenav.training.validation import ConfigError
-from tests.run_utils import tiny_config
+from tests.run_utils import logged_scalars, tiny_config
 from tests.sync_utils import count_read_backs
 
 TERMS = ("progress", "colregs", "terminal")
@@ -86,9 +85,7 @@ def test_bad_constraint_values_are_refused_in_one_line(changes: dict, message: s
 
 def logged(run_dir: Path, name: str) -> list[float]:
     """A scalar's values in the run's CSV logs, in step order."""
-    path = run_dir / "logs" / "scalars" / f"{name}.csv"
-    with path.open() as handle:
-        return [float(row[1]) for row in csv.reader(handle)]
+    return list(logged_scalars(run_dir, name).values())
 
 
 CONSTRAINED = ("training.constraint.term=progress", "training.constraint.target=0.2",
@@ -230,9 +227,7 @@ def test_a_constrained_run_over_one_part_hands_each_finished_episode_its_own_par
     assert p.multiplier.item() == pytest.approx(expected, rel=1e-9)
     # each log's cost: the mean over the episodes of the part that ended in its interval
     E, start = trainer.cfg.env.num_envs, 0
-    path = tmp_path / "logs" / "scalars" / "train" / "cost_progress.csv"
-    with path.open() as handle:
-        rows = [(int(row[0]), float(row[1])) for row in csv.reader(handle)]
+    rows = logged_scalars(tmp_path, "train/cost_progress").items()
     for timestep, mean in rows:
         end = timestep // E  # the steps up to this log
         interval = counted[start:end]

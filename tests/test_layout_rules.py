@@ -5,7 +5,6 @@ each part's rules to its own episodes only."""
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from marinenav.sim.constants import InfoState
 from marinenav.sim.scenario import default_scenario
 from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
 from marinenav.training.trainer import Trainer
-from tests.run_utils import tiny_config
+from tests.run_utils import logged_scalars, tiny_config
 
 F64 = torch.float64
 RULES = {"close_quarters": 0.2, "stay_in_channel": True}
@@ -86,9 +85,8 @@ def test_a_hull_past_the_row_of_boats_runs_aground_as_a_collision() -> None:
     assert offset + float(env.sim.scenario.radius[0, 0]) > 12.0
 
 
-def _column(path: Path) -> list[float]:
-    with open(path) as f:
-        return [float(row[1]) for row in csv.reader(f)]
+def _column(run_dir: Path, name: str) -> list[float]:
+    return list(logged_scalars(run_dir, f"train/{name}").values())
 
 
 def test_the_trainer_logs_the_layouts_terms_and_end_conditions(tmp_path: Path) -> None:
@@ -101,8 +99,8 @@ def test_the_trainer_logs_the_layouts_terms_and_end_conditions(tmp_path: Path) -
     trainer.train()
     logs = tmp_path / "logs" / "scalars" / "train"
     names = ("progress", "colregs", "terminal", "close_quarters")
-    terms = [_column(logs / f"reward_{name}.csv") for name in names]
-    returns = _column(logs / "episode_return.csv")
+    terms = [_column(tmp_path, f"reward_{name}") for name in names]
+    returns = _column(tmp_path, "episode_return")
     finished = [k for k, value in enumerate(returns) if not math.isnan(value)]
     assert finished, "no episode ended in the tiny run"
     for k in finished:

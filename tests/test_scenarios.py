@@ -4,7 +4,6 @@ plugs into the simulator, the trainer and the evaluator, and the reward is repor
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -33,7 +32,7 @@ from marinenav.sim.scenario import Scenario, Slots, default_scenario
 from marinenav.sim.traffic import cruise_thrust
 from marinenav.training.config import layout_of
 from marinenav.training.trainer import Trainer
-from tests.run_utils import tiny_config
+from tests.run_utils import logged_scalars, tiny_config
 
 SHORT = CurriculumSchedule(
     timesteps=[0, 64, 128], num_robots=[2, 3, 4], num_cores=[0, 1, 2], num_obstacles=[1, 2, 3],
@@ -366,9 +365,8 @@ def test_reward_terms_add_up_to_the_reward_and_follow_the_rules() -> None:
     assert -5.0 in seen_terminal  # the run met collisions (random thrusts)
 
 
-def _column(path: Path) -> list[float]:
-    with open(path) as f:
-        return [float(row[1]) for row in csv.reader(f)]
+def _column(run_dir: Path, name: str) -> list[float]:
+    return list(logged_scalars(run_dir, f"train/{name}").values())
 
 
 def test_the_trainer_logs_each_terms_sum_per_episode(tmp_path: Path) -> None:
@@ -377,9 +375,8 @@ def test_the_trainer_logs_each_terms_sum_per_episode(tmp_path: Path) -> None:
     trainer = Trainer(tiny_config("agent=dqn", "training.total_timesteps=400",
                                   "evaluation.max_steps=4"), tmp_path)  # fmt: skip
     trainer.train()
-    logs = tmp_path / "logs" / "scalars" / "train"
-    returns = _column(logs / "episode_return.csv")
-    terms = [_column(logs / f"reward_{name}.csv") for name in REWARD_TERMS]
+    returns = _column(tmp_path, "episode_return")
+    terms = [_column(tmp_path, f"reward_{name}") for name in REWARD_TERMS]
     finished = [k for k, value in enumerate(returns) if not math.isnan(value)]
     assert finished, "no episode ended in the tiny run"
     for k in finished:

@@ -19,7 +19,14 @@ from marinenav.training.config import crossed
 from marinenav.training.trainer import Trainer, linear_epsilon
 from marinenav.training.validation import ConfigError, gpu_advice, memory_estimate, validate
 from tests.compile_utils import needs_cxx
-from tests.run_utils import TINY, compose_config, tiny_config, train_py, train_until_killed
+from tests.run_utils import (
+    TINY,
+    compose_config,
+    logged_scalars,
+    tiny_config,
+    train_py,
+    train_until_killed,
+)
 from tests.sync_utils import count_read_backs
 
 
@@ -449,16 +456,11 @@ def test_a_mixture_logs_each_part_by_the_part_its_episodes_ran_in(tmp_path: Path
     trainer.env.step_and_reset = step_noting_the_part
     trainer.train()
 
-    def logged_rows(name: str) -> dict[int, float]:
-        path = tmp_path / "logs" / "scalars" / f"{name}.csv"
-        return {int(step): float(value) for step, value in
-                (line.split(",") for line in path.read_text().split())}  # fmt: skip
-
     E, start = trainer.cfg.env.num_envs, 0
-    totals = logged_rows("train/episodes")
-    success = logged_rows("train/success_rate")
-    progress = logged_rows("train/reward_progress")
-    parts = {name: {key: logged_rows(f"train/{name}/{key}")
+    totals = logged_scalars(tmp_path, "train/episodes")
+    success = logged_scalars(tmp_path, "train/success_rate")
+    progress = logged_scalars(tmp_path, "train/reward_progress")
+    parts = {name: {key: logged_scalars(tmp_path, f"train/{name}/{key}")
                     for key in ("episodes", "success_rate", "reward_progress")}
              for name in trainer.part_names}  # fmt: skip
     for timestep, episodes in totals.items():
