@@ -543,15 +543,14 @@ class Trainer:
         per_robot = self.episode_terms / robots.unsqueeze(-1)
         ended_terms = torch.where(done.unsqueeze(-1), per_robot, 0.0)
         m.get("reward_terms").add_(ended_terms.sum(0))
+        if self.priced is not None:
+            self.priced.observe_episodes(per_robot[:, self.priced.index], done, self.episode_part)
         if self.part_names:  # the same per part of the mixture, by each episode's own part
             part = self.episode_part
             m.get("part_episodes").index_add_(0, part, done.double())
             m.get("part_successes").index_add_(0, part, success.double())
             m.get("part_reward_terms").index_add_(0, part, ended_terms)
-        if self.priced is not None:
-            self.priced.observe_episodes(per_robot[:, self.priced.index], done, self.episode_part)
-        if self.part_names:
-            self.episode_part.copy_(self.env.sim.scenario.layout_part)
+            part.copy_(self.env.sim.scenario.layout_part)  # the next step's running episodes
         self.episode_return.masked_fill_(done, 0.0)
         self.episode_terms.masked_fill_(done.unsqueeze(-1), 0.0)
         self.reached.masked_fill_(done.unsqueeze(-1), False)
