@@ -177,6 +177,35 @@ def test_averaging_evaluated_snapshots_after_the_fact_gives_the_runs_own_average
     assert refused.returncode != 0 and "holds 2 evaluated snapshots" in refused.stderr
 
 
+def test_an_average_read_since_a_later_snapshot_is_the_run_started_there(
+    tmp_path: Path,
+) -> None:
+    """``average_snapshots.py --since 80`` on a run averaging every 20 timesteps from 80 gives
+    the average that the same run started at 100 keeps (the samples 100-160), since the
+    average does not change what the run learns; a snapshot that is not before the last, or
+    a run without an average, is refused in one line."""
+    keep = ("agent=dqn", "checkpoint.keep_evaluated=true", "training.policy_average_interval=20")
+    run, later = tmp_path / "run", tmp_path / "later"
+    Trainer(tiny_config(*keep, "training.policy_average_start=0.5"), run).train()
+    started_later = Trainer(tiny_config(*keep, "training.policy_average_start=0.625"), later)
+    started_later.train()
+    assert started_later.policy_average.samples == 4  # 100, 120, 140, 160
+    out = tmp_path / "since"
+    done = benchmark_py("average_snapshots.py", run, "--since", "80", "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert "its 4 samples after timestep 80" in done.stdout
+    loaded, _ = load_agent(out)
+    kept = started_later.policy_average.average.module.state_dict()
+    for name, value in loaded.policy.selector.state_dict().items():
+        torch.testing.assert_close(value, kept[name], msg=name)
+    refused = benchmark_py("average_snapshots.py", run, "--since", "160", "--out", out)
+    assert refused.returncode != 0 and "before the last" in refused.stderr
+    plain = tmp_path / "plain"
+    Trainer(tiny_config("agent=dqn", "checkpoint.keep_evaluated=true"), plain).train()
+    refused = benchmark_py("average_snapshots.py", plain, "--since", "80", "--out", out)
+    assert refused.returncode != 0 and "hold no weight average" in refused.stderr
+
+
 def test_export_online_at_a_cvar_level_writes_the_online_networks_tail(
         tmp_path: Path, capsys) -> None:  # fmt: skip
     """``export --online --cvar 0.25`` of a Rainbow run that averaged: the file's probabilities
