@@ -60,6 +60,29 @@ def average_since(first: dict[str, Any], last: dict[str, Any], parameters: set[s
     return {"samples": n_last - n_first, "network": network}
 
 
+def read_since(run: Path, stamps: list[int], since: int) -> tuple[dict[str, Any], int]:
+    """The last snapshot's checkpoint state of ``run`` (its evaluated ``stamps``, ascending)
+    with its average replaced by the samples after the snapshot of ``since``, and their count.
+    Raises ``ValueError`` (one line) for a ``since`` that is not a snapshot before the last, or
+    a run whose snapshots hold no average."""
+    evaluated = run / EVALUATED_DIR
+    if since not in stamps[:-1]:
+        raise ValueError(f"--since must name an evaluated snapshot before the last: {evaluated} "
+                         f"holds {', '.join(map(str, stamps)) or 'none'}")  # fmt: skip
+    first = load_checkpoint(evaluated / str(since) / CHECKPOINT_NAME)
+    last = load_checkpoint(evaluated / str(stamps[-1]) / CHECKPOINT_NAME)
+    if AVERAGE_KEY not in first or AVERAGE_KEY not in last:
+        raise ValueError(f"{run}: its snapshots hold no weight average "
+                         "(training.policy_average_start was off); use --last")  # fmt: skip
+    agent, _ = load_agent(evaluated / str(stamps[-1]))
+    names = {name for name, _ in agent.policy.selector.named_parameters()}
+    try:
+        last[AVERAGE_KEY] = average_since(first, last, names)
+    except ValueError as error:
+        raise ValueError(f"{run}: {error}") from None
+    return last, last[AVERAGE_KEY]["samples"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a run directory with evaluated/<timestep>/")
@@ -73,24 +96,14 @@ def main() -> None:
     evaluated = args.run / EVALUATED_DIR
     stamps = sorted(int(p.name) for p in evaluated.iterdir()) if evaluated.is_dir() else []
     if args.since is not None:
-        if args.since not in stamps[:-1]:
-            parser.error(f"--since must name an evaluated snapshot before the last: {evaluated} "
-                         f"holds {', '.join(map(str, stamps)) or 'none'}")  # fmt: skip
-        first = load_checkpoint(evaluated / str(args.since) / CHECKPOINT_NAME)
-        last = load_checkpoint(evaluated / str(stamps[-1]) / CHECKPOINT_NAME)
-        if AVERAGE_KEY not in first or AVERAGE_KEY not in last:
-            parser.error(f"{args.run}: its snapshots hold no weight average "
-                         "(training.policy_average_start was off); use --last")  # fmt: skip
-        agent, _ = load_agent(evaluated / str(stamps[-1]))
-        names = {name for name, _ in agent.policy.selector.named_parameters()}
         try:
-            last[AVERAGE_KEY] = average_since(first, last, names)
+            state, samples = read_since(args.run, stamps, args.since)
         except ValueError as error:
-            parser.error(f"{args.run}: {error}")
+            parser.error(str(error))
         args.out.mkdir(parents=True, exist_ok=True)
-        path = write_checkpoint(last, args.out / CHECKPOINT_NAME)
-        print(f"{path}: the run's average of its {last[AVERAGE_KEY]['samples']} samples after "
-              f"timestep {args.since} (to {stamps[-1]})")  # fmt: skip
+        path = write_checkpoint(state, args.out / CHECKPOINT_NAME)
+        print(f"{path}: the run's average of its {samples} samples after timestep {args.since} "
+              f"(to {stamps[-1]})")  # fmt: skip
         return
     if not 1 <= args.last <= len(stamps):
         parser.error(f"--last must be in [1, {len(stamps)}]: {evaluated} holds {len(stamps)} "
