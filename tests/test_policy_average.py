@@ -153,6 +153,28 @@ def test_bad_average_settings_fail_before_training(
     assert not (tmp_path / "checkpoint.pt").exists()
 
 
+def average_snapshots(*args: object) -> str:
+    """benchmarks/average_snapshots.py run with ``args``: its output, after asserting it ran."""
+    done = benchmark_py("average_snapshots.py", *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def average_snapshots_refuses(*args: object) -> str:
+    """benchmarks/average_snapshots.py run with ``args``: its error, after asserting it failed."""
+    refused = benchmark_py("average_snapshots.py", *args)
+    assert refused.returncode != 0, refused.stdout
+    return refused.stderr
+
+
+def assert_snapshot_acts_with(snapshot: Path, average: PolicyAverage) -> None:
+    """The agent marinenav loads from ``snapshot`` acts with the weights ``average`` holds."""
+    loaded, _ = load_agent(snapshot)
+    kept = average.average.module.state_dict()
+    for name, value in loaded.policy.selector.state_dict().items():
+        torch.testing.assert_close(value, kept[name], msg=name)
+
+
 def test_averaging_evaluated_snapshots_after_the_fact_gives_the_runs_own_average(
     tmp_path: Path,
 ) -> None:
@@ -166,15 +188,11 @@ def test_averaging_evaluated_snapshots_after_the_fact_gives_the_runs_own_average
     trainer.train()
     assert trainer.policy_average.samples == 2
     out = tmp_path / "averaged"
-    done = benchmark_py("average_snapshots.py", run, "--last", "2", "--out", out)
-    assert done.returncode == 0, done.stderr
-    assert "80, 160" in done.stdout
-    loaded, _ = load_agent(out)
-    kept = trainer.policy_average.average.module.state_dict()
-    for name, value in loaded.policy.selector.state_dict().items():
-        torch.testing.assert_close(value, kept[name], msg=name)
-    refused = benchmark_py("average_snapshots.py", run, "--last", "3", "--out", out)
-    assert refused.returncode != 0 and "holds 2 evaluated snapshots" in refused.stderr
+    assert "80, 160" in average_snapshots(run, "--last", "2", "--out", out)
+    assert_snapshot_acts_with(out, trainer.policy_average)
+    assert "holds 2 evaluated snapshots" in average_snapshots_refuses(
+        run, "--last", "3", "--out", out
+    )
 
 
 def test_an_average_read_since_a_later_snapshot_is_the_run_started_there(
@@ -191,19 +209,15 @@ def test_an_average_read_since_a_later_snapshot_is_the_run_started_there(
     started_later.train()
     assert started_later.policy_average.samples == 4  # 100, 120, 140, 160
     out = tmp_path / "since"
-    done = benchmark_py("average_snapshots.py", run, "--since", "80", "--out", out)
-    assert done.returncode == 0, done.stderr
-    assert "its 4 samples after timestep 80" in done.stdout
-    loaded, _ = load_agent(out)
-    kept = started_later.policy_average.average.module.state_dict()
-    for name, value in loaded.policy.selector.state_dict().items():
-        torch.testing.assert_close(value, kept[name], msg=name)
-    refused = benchmark_py("average_snapshots.py", run, "--since", "160", "--out", out)
-    assert refused.returncode != 0 and "before the last" in refused.stderr
+    assert "its 4 samples after timestep 80" in average_snapshots(
+        run, "--since", "80", "--out", out
+    )
+    assert_snapshot_acts_with(out, started_later.policy_average)
+    assert "before the last" in average_snapshots_refuses(run, "--since", "160", "--out", out)
     plain = tmp_path / "plain"
     Trainer(tiny_config("agent=dqn", "checkpoint.keep_evaluated=true"), plain).train()
-    refused = benchmark_py("average_snapshots.py", plain, "--since", "80", "--out", out)
-    assert refused.returncode != 0 and "hold no weight average" in refused.stderr
+    refusal = average_snapshots_refuses(plain, "--since", "80", "--out", out)
+    assert "hold no weight average" in refusal
 
 
 def test_export_online_at_a_cvar_level_writes_the_online_networks_tail(
