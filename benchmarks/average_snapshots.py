@@ -19,7 +19,7 @@ samples after the snapshot of timestep ``T``, derived from the averages its snap
 and of the last evaluation keep, ``(n_last * A_last - n_T * A_T) / (n_last - n_T)`` (in float64;
 the buffers are the last snapshot's, as the run's average copies them). It is the average a
 run started at the first sample after ``T`` would have kept, since the average does not change
-what the run learns (docs/results.md, "A replay that keeps the whole run").
+what the run learns (docs/results.md, "The replay alone, and averages started later").
 
     python benchmarks/average_snapshots.py RUN --since 672000 --out DIR
 """
