@@ -12,7 +12,9 @@ targets, whether the own ship held its course or turned to port first, and on wh
 passed; for overtaking (rule 13), coming too close. Checks whose closest approach came within
 the first ``EARLY`` steps are counted apart ("closest within 5 steps": a target that starts 7-11 m
 off on a near-parallel course, which a ship speeding up from its first step leaves behind
-before it has altered course), the other columns count the rest.
+before it has altered course), the other columns count the rest; the last, "closest at the
+end", how many of the rest had their closest approach on the episode's last step (the own ship
+reached its goal, or its episode ended otherwise, with the target still closing).
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from marinenav.sim.constants import ROBOT_DEFAULTS  # noqa: E402
 from marinenav.stats import format_rate  # noqa: E402
+
+STEP_TIME = ROBOT_DEFAULTS["dt"] * ROBOT_DEFAULTS["N"]  # s per environment step (0.5)
 
 WATERS = ("large", "harbour", "currents4", "currents8")
 
@@ -69,17 +74,26 @@ def broken_row(label: str, metrics: dict[str, dict]) -> str:
     ``?`` for a file written before the reasons were recorded)."""
     imazu = metrics.get("imazu")
     if not imazu:
-        return f"| {label} | " + " | ".join("-" for _ in range(len(BROKEN_COLUMNS) + 4)) + " |"
+        return f"| {label} | " + " | ".join("-" for _ in range(len(BROKEN_COLUMNS) + 5)) + " |"
     targets = [t for record in imazu["encounters"] if record for t in record["targets"]]
     if any(t["passed"] is False and "broken" not in t for t in targets):
-        return f"| {label} | " + " | ".join("?" for _ in range(len(BROKEN_COLUMNS) + 4)) + " |"
-    broken = [t for t in targets if t["passed"] is False]
-    at_start = [t for t in broken if t["closest_step"] <= EARLY]
-    later = [t for t in broken if t["closest_step"] > EARLY]
+        return f"| {label} | " + " | ".join("?" for _ in range(len(BROKEN_COLUMNS) + 5)) + " |"
+    # each broken check with the step its episode ended on (its time over the step time)
+    broken = [
+        (t, round(time / STEP_TIME))
+        for record, time in zip(imazu["encounters"], imazu["episodes"]["time"], strict=True)
+        if record
+        for t in record["targets"]
+        if t["passed"] is False
+    ]
+    at_start = [t for t, _ in broken if t["closest_step"] <= EARLY]
+    later = [t for t, _ in broken if t["closest_step"] > EARLY]
+    at_end = [t for t, last in broken if EARLY < t["closest_step"] == last]
     cells = [str(sum(t["rule"] == rule for t in later)) for rule in ("14", "15")]
+    cells.append(str(len(at_start)))
     cells += [str(sum(t["rule"] == rule and reason in t["broken"] for t in later))
               for rule, reason in BROKEN_COLUMNS]  # fmt: skip
-    cells.insert(2, str(len(at_start)))
+    cells.append(str(len(at_end)))
     kept = f"{imazu['colregs']['kept']} / {imazu['colregs']['episodes']}"
     return f"| {label} | {kept} | " + " | ".join(cells) + " |"
 
@@ -96,8 +110,9 @@ def main() -> None:
         print("| planner | COLREGs kept | rule 14 broken | rule 15 broken "
               f"| closest within {EARLY} steps "
               "| 14: held course | 14: turned to port | 14: starboard to starboard "
-              "| 15: held course | 15: turned to port | 15: passed ahead | 13: too close |")
-        print("| --- |" + " ---: |" * (len(BROKEN_COLUMNS) + 4))
+              "| 15: held course | 15: turned to port | 15: passed ahead | 13: too close "
+              "| closest at the end |")
+        print("| --- |" + " ---: |" * (len(BROKEN_COLUMNS) + 5))
         for label in args.labels or sorted(table):
             print(broken_row(label, table.get(label, {})))
         return

@@ -486,6 +486,112 @@ def test_the_passed_ahead_event_agrees_with_the_colregs_check() -> None:
         make_layout("mix", {**MIX, "passed_ahead_penalty": -1.0})
 
 
+def _boundary_events(own_velocity_before, own_velocity, first_step=False, ends=False):
+    """The own ship (heading North) steps from (5, 0) to (7, -1) m, the target (traffic) 10 m
+    to the East of its start heads West and stays put: the step's straight motion opens the
+    distance from its start (its closest point is the start, 10 m ahead of the target's bow,
+    with the target to starboard); the own ship's velocities (m/s, world) before and after the
+    step say whether the distance closed into the step and closes out of it."""
+    scenario, events = _crossing((5.0, 0.0), (7.0, -1.0), (5.0, 10.0), -1.5708)
+    events.velocity_before = torch.tensor([[list(own_velocity_before), [0.0, 0.0]]], dtype=F64)
+    events.velocity = torch.tensor([[list(own_velocity), [0.0, 0.0]]], dtype=F64)
+    events.first_step = torch.tensor([first_step])
+    events.reach_goal = torch.tensor([[ends, False]])
+    return scenario, events
+
+
+@pytest.mark.parametrize(
+    ("case", "velocity_before", "velocity", "first_step", "ends", "charged"),
+    [
+        # closing into the step (toward the target, r0 . v0 < 0), opening out of it: the
+        # closest approach is on the boundary, which no step's straight motion holds
+        ("on the boundary", (1.0, 0.5), (1.0, -0.5), False, False, True),
+        # already opening into the step: the closest approach was an earlier step's
+        ("opening before the step", (1.0, -0.5), (1.0, -0.5), False, False, False),
+        # the same on the episode's first step: the start is the closest approach
+        ("opening from the start", (1.0, -0.5), (1.0, -0.5), True, False, True),
+        # closing through the whole step: the closest approach is still to come
+        ("closing on", (1.0, 0.5), (1.0, 0.5), False, False, False),
+        # ... unless the own ship's episode ends on the step: its last place is the closest
+        ("closing as the episode ends", (1.0, 0.5), (1.0, 0.5), False, True, True),
+    ],
+)
+def test_the_passed_ahead_event_at_boundaries_by_hand(
+    case, velocity_before, velocity, first_step, ends, charged
+) -> None:
+    from marinenav.scenarios.give_way import passed_ahead_penalty
+
+    scenario, events = _boundary_events(velocity_before, velocity, first_step, ends)
+    got = passed_ahead_penalty(scenario, events, weight=5.0, at_boundaries=True)
+    assert got.shape == (1, 2) and got[0, 1] == 0.0
+    assert float(got[0, 0]) == (-5.0 if charged else 0.0), case
+    # by default none of these is a closest approach inside the step: nothing is charged
+    assert passed_ahead_penalty(scenario, events, weight=5.0).eq(0).all(), case
+    events.velocity = None
+    with pytest.raises(ValueError, match=r"at_boundaries=True\) needs events.velocity"):
+        passed_ahead_penalty(scenario, events, 5.0, at_boundaries=True)
+
+
+@pytest.mark.parametrize(
+    ("policy", "missed_by_default"),
+    [
+        # full ahead from the first step: the own ships gather way and leave the targets 10
+        # degrees off their course (cases 6, 12 and 14) behind on a step boundary
+        ("full ahead", 3),
+        # astern for three steps, then steady: four more closest approaches on boundaries
+        ("astern", 4),
+        # steady from the start (course and thrust held): the step limit comes with every
+        # target ahead of its beam still closing, its closest approach at the episode's end
+        ("hold on", 18),
+    ],
+)
+def test_the_passed_ahead_event_at_boundaries_agrees_with_the_colregs_check(
+    policy, missed_by_default
+) -> None:
+    """Own ships run 60 steps of the 22 Imazu cases, which end there at the step limit: with
+    ``passed_ahead_at_boundaries`` the term fires once for every target the rule-15 check finds
+    passed ahead (from the recorded tracks, every step and the start and the end included), in
+    every case; by default it misses the closest approaches on step boundaries and at the ends
+    of the episodes."""
+    from marinenav.encounters import episode_encounters
+
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    throttle = {"full ahead": lambda step: 1.0, "astern": lambda step: -1.0 if step < 3 else 0.0,
+                "hold on": lambda step: 0.0}  # fmt: skip
+    counted = {}
+    for at_boundaries in (False, True):
+        mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
+               "passed_ahead_penalty": 1.0, "cross_ahead_of": "traffic",
+               "passed_ahead_at_boundaries": at_boundaries}  # fmt: skip
+        sim = MarineNavSimulator.from_scenarios(
+            scenarios, "continuous", dtype=F64, layout=make_layout("mix", mix),
+            max_episode_steps=60,
+        )  # fmt: skip
+        total = torch.zeros(22, dtype=F64)
+        pos, theta = [sim.state.pos.clone()], [sim.state.theta.clone()]
+        end = torch.full((22,), 62)  # the step on which the own ship's episode ended
+        for step in range(61):
+            r = sim.step(torch.full((22, 4, 2), throttle[policy](step), dtype=F64))
+            total += r.reward_terms[:, 0, -1]
+            pos.append(sim.state.pos.clone())
+            theta.append(sim.state.theta.clone())
+            end = torch.where(r.done[:, 0] & (end == 62), step + 1, end)
+            if bool(r.env_done.all()):
+                break
+        counted[at_boundaries] = -total
+    assert int(end.max()) <= 61  # every episode ended, at the latest at the step limit
+    pos, theta = torch.stack(pos), torch.stack(theta)
+    passed_ahead = torch.tensor([
+        sum(c.met and c.astern is False for c in episode_encounters(s, pos[:, e], theta[:, e],
+                                                                    int(end[e])))
+        for e, s in enumerate(scenarios)
+    ], dtype=F64)  # fmt: skip
+    assert torch.equal(counted[True], passed_ahead)
+    assert int(passed_ahead.sum() - counted[False].sum()) == missed_by_default
+    with pytest.raises(ValueError, match="scenario.passed_ahead_at_boundaries must be true or"):
+        make_layout("mix", {**MIX, "passed_ahead_at_boundaries": 1})
+
+
 @pytest.mark.parametrize(
     ("case", "own_before", "target_pos", "turn", "charged"),
     [

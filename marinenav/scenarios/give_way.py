@@ -138,6 +138,7 @@ def passed_ahead_penalty(
     weight: float,
     against: str = "any",
     within: float = ENCOUNTER_RANGE,
+    at_boundaries: bool = False,
 ) -> Tensor:
     """``[E, R]``: ``-weight`` for a policy vessel on the step in which it passes its closest
     approach to another vessel, if at that closest approach it is ahead of the other's beam
@@ -152,14 +153,32 @@ def passed_ahead_penalty(
     positions before and after it) first closes and then opens the distance: ``r0 . d < 0 <=
     r1 . d`` with ``r0, r1`` the offsets before and after and ``d = r1 - r0``; it is at ``r0 -
     (r0 . d / |d|^2) d``, judged with the headings after the step. ``against`` as in
-    :func:`cross_ahead_penalty`; needs ``events.pos_before``. A closest approach at the
-    episode's start (the distance opens from the first step, as when a ship speeds away from a
-    target on a near-parallel course) is no step's and is not charged; the check reads it.
+    :func:`cross_ahead_penalty`; needs ``events.pos_before``.
+
+    By default three closest approaches are no step's and go uncharged, though the check reads
+    them: one on the boundary between two steps (the first closes the distance to its end, the
+    next opens it from its start, as when a ship gathering way leaves a target on a
+    near-parallel course behind), one at the episode's start and one at its end (a ship that
+    reaches its goal ahead of a give-way target still coming on). With ``at_boundaries=True``
+    the closest approach falls in a step when the distance closes at its start and opens at its
+    end as the vessels' velocities say (``events.velocity_before``, ``events.velocity``: a
+    boundary is read once, by the step it ends), judged at the closest point of the step's
+    straight motion (a boundary's at the boundary itself); on an episode's first step
+    (``events.first_step``) a distance that does not close at the start but opens over the step
+    has it at the start, judged there with the start headings (``events.theta_before``); and a
+    vessel whose episode ends on the step (goal, collision or the step limit) while the distance
+    still closes has it at its last place, as the check reads a track that ends closing.
     """
     if events.pos_before is None:
         raise ValueError("passed_ahead_penalty needs events.pos_before")
     if not within > 0:
         raise ValueError(f"passed_ahead_penalty's range must be > 0 m, got {within!r}")
+    boundary_fields = ("velocity", "velocity_before", "first_step", "theta_before")
+    if at_boundaries and any(getattr(events, name) is None for name in boundary_fields):
+        raise ValueError(
+            "passed_ahead_penalty(at_boundaries=True) needs events."
+            + ", events.".join(boundary_fields)
+        )
     pairs = _pairs(scenario, events, against)
     # offsets [E, i, j, 2] from vessel j to vessel i, before and after the step
     r0 = events.pos_before.unsqueeze(2) - events.pos_before.unsqueeze(1)
@@ -168,11 +187,33 @@ def passed_ahead_penalty(
     closing, opening = (r0 * d).sum(-1), (r1 * d).sum(-1)
     at_closest = (closing < 0) & (opening >= 0)
     share = closing / (d * d).sum(-1).clamp_min(torch.finfo(d.dtype).tiny)
-    r = r0 - share.unsqueeze(-1) * d  # [E, i, j, 2]: j to i at the closest approach
     theta = events.theta
+    # the bows that judge each pair: vessel i's ([E, i, 1]) and vessel j's ([E, 1, j])
     bow_x, bow_y = torch.cos(theta), torch.sin(theta)
-    _, i_ahead_of_j = _in_frame(bow_x.unsqueeze(1), bow_y.unsqueeze(1), r)  # in j's frame
-    j_side_of_i, _ = _in_frame(bow_x.unsqueeze(2), bow_y.unsqueeze(2), -r)  # in i's frame
+    bow_i_x, bow_i_y = bow_x.unsqueeze(2), bow_y.unsqueeze(2)
+    bow_j_x, bow_j_y = bow_x.unsqueeze(1), bow_y.unsqueeze(1)
+    if at_boundaries:
+        v0 = events.velocity_before.unsqueeze(2) - events.velocity_before.unsqueeze(1)
+        v1 = events.velocity.unsqueeze(2) - events.velocity.unsqueeze(1)
+        closes_at_start = (r0 * v0).sum(-1) < 0
+        closes_at_end = (r1 * v1).sum(-1) < 0
+        at_closest = closes_at_start & ~closes_at_end
+        share = share.clamp(-1.0, 0.0)  # within the step; at its start where the chord opens
+        start = events.first_step.view(-1, 1, 1) & ~closes_at_start & (closing >= 0) & (opening > 0)
+        # vessel i's episode ends on the step with the distance still closing: its last place
+        ends = events.reach_goal | events.collision | events.timeout.unsqueeze(1)  # [E, R]
+        end = ends.unsqueeze(2) & closes_at_end
+        at_closest = at_closest | start | end
+        share = torch.where(end, -torch.ones_like(share), share)
+        x0, y0 = torch.cos(events.theta_before), torch.sin(events.theta_before)
+        bow_i_x = torch.where(start, x0.unsqueeze(2), bow_i_x)
+        bow_i_y = torch.where(start, y0.unsqueeze(2), bow_i_y)
+        bow_j_x = torch.where(start, x0.unsqueeze(1), bow_j_x)
+        bow_j_y = torch.where(start, y0.unsqueeze(1), bow_j_y)
+        share = torch.where(start, torch.zeros_like(share), share)
+    r = r0 - share.unsqueeze(-1) * d  # [E, i, j, 2]: j to i at the closest approach
+    _, i_ahead_of_j = _in_frame(bow_j_x, bow_j_y, r)  # in j's frame
+    j_side_of_i, _ = _in_frame(bow_i_x, bow_i_y, -r)  # in i's frame
     ahead_of_beam = i_ahead_of_j > 0
     j_to_starboard = j_side_of_i > 0
     near = torch.linalg.vector_norm(r, dim=-1) < within

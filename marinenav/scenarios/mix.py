@@ -15,7 +15,8 @@ give-way term of :mod:`marinenav.scenarios.give_way` per step, ``bow_crossing_pe
 event (once, on the step a vessel crosses the bow of one it must keep out of the way of, less
 than ``bow_crossing_range`` m from it), ``passed_ahead_penalty``, the pass the COLREGs
 check reads (once, at the closest approach, ahead of the other's beam with the other to
-starboard, within 20 m), ``port_turn_penalty``, per radian turned to port while a vessel
+starboard, within 20 m; with ``passed_ahead_at_boundaries`` also one between two steps or at
+the episode's start), ``port_turn_penalty``, per radian turned to port while a vessel
 ahead or to starboard closes within 20 m, ``give_way_speed_penalty``, per metre made good
 while a vessel to starboard that it has not yet passed astern of closes within 20 m, and
 ``stand_on_turn_penalty``, per radian turned to port while a vessel that must keep out of its
@@ -79,6 +80,9 @@ class MixConfig:
     # ... and once at the closest approach to a vessel passed ahead of its beam with it on the
     # starboard side, within 20 m (give_way.passed_ahead_penalty: what the rule-15 check reads)
     passed_ahead_penalty: float = 0.0
+    # ... read at every closest approach the check reads: also one on the boundary between two
+    # steps or at the episode's start (give_way.passed_ahead_penalty, at_boundaries)
+    passed_ahead_at_boundaries: bool = False
     # ... and per radian turned to port on a step while a vessel ahead or to starboard closes
     # within 20 m (give_way.port_turn_penalty: the first alteration the checks read)
     port_turn_penalty: float = 0.0
@@ -146,6 +150,11 @@ class MixLayout(ScenarioLayout):
         within = c.bow_crossing_range
         if isinstance(within, bool) or not isinstance(within, int | float) or not within > 0:
             raise ValueError(f"scenario.bow_crossing_range must be > 0 m, got {within!r}")
+        at_boundaries = c.passed_ahead_at_boundaries
+        if not isinstance(at_boundaries, bool):
+            raise ValueError(
+                f"scenario.passed_ahead_at_boundaries must be true or false: {at_boundaries!r}"
+            )
         if c.cross_ahead_of not in AGAINST:
             raise ValueError(
                 f"scenario.cross_ahead_of must be one of {AGAINST}, got {c.cross_ahead_of!r}"
@@ -170,7 +179,10 @@ class MixLayout(ScenarioLayout):
             for end, rule in layout.rules.end_conditions.items():
                 ends[f"{name}.{end}"] = _gated(rule, k)
         c = self.config
-        options = {"bow_crossing_penalty": {"within": float(c.bow_crossing_range)}}
+        options = {
+            "bow_crossing_penalty": {"within": float(c.bow_crossing_range)},
+            "passed_ahead_penalty": {"at_boundaries": c.passed_ahead_at_boundaries},
+        }
         for key, (term, rule) in RULES_OF_THE_MIX.items():
             weight = getattr(c, key)
             if weight > 0:

@@ -64,6 +64,12 @@ class StepEvents:
     # where every vessel was before the step, for rules that read a crossing (an event)
     pos_before: torch.Tensor | None = None  # [E, R, 2] m, world frame
     theta_before: torch.Tensor | None = None  # [E, R] rad, heading in [0, 2pi)
+    # velocities over ground after and before the step ([E, R, 2] m/s, world frame; the
+    # simulator's, one sub-step lagged), and [E] bool: the step is the episode's first (its
+    # "before" is the start); for rules that read when a distance turns from closing to opening
+    velocity: torch.Tensor | None = None
+    velocity_before: torch.Tensor | None = None
+    first_step: torch.Tensor | None = None
 
 
 @dataclass

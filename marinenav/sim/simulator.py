@@ -531,6 +531,9 @@ class MarineNavSimulator:
             theta=state.theta,
             pos_before=st.pos,
             theta_before=st.theta,
+            velocity=state.velocity[..., :2],
+            velocity_before=st.velocity[..., :2],
+            first_step=self.episode_steps == 0,
         )
         # a layout's end condition ends a robot's episode as a collision does (sim.rules)
         failures = self.rules.failures(s, events) & active.unsqueeze(-1)
