@@ -450,13 +450,25 @@ def test_the_passed_ahead_event_by_hand(
         passed_ahead_penalty(scenario, events, 5.0)
 
 
+def _checked_passes_ahead(scenarios, pos, theta, end) -> torch.Tensor:
+    """``[E]``: per episode, the targets the rule-15 check (:mod:`marinenav.encounters`, read
+    from the recorded tracks ``pos [T, E, R, 2]``, ``theta [T, E, R]``, each episode's first
+    ``end[e] + 1`` rows) finds met and passed ahead."""
+    from marinenav.encounters import episode_encounters
+
+    return torch.tensor([
+        sum(c.met and c.astern is False for c in episode_encounters(s, pos[:, e], theta[:, e],
+                                                                    int(end[e])))
+        for e, s in enumerate(scenarios)
+    ], dtype=F64)  # fmt: skip
+
+
 def test_the_passed_ahead_event_agrees_with_the_colregs_check() -> None:
     """Own ships that speed up a little for three steps and hold on through the 22 Imazu cases
     (the mix's ``passed_ahead_penalty`` as the term ``passed_ahead``): per case, the term
     fires once for every target the rule-15 check (``marinenav.encounters``, an independent
     reading of the recorded tracks) finds passed ahead, in 9 of the 22 cases (12 targets),
     and never elsewhere; a weight below 0 is refused."""
-    from marinenav.encounters import episode_encounters
 
     scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
     mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
@@ -475,11 +487,7 @@ def test_the_passed_ahead_event_agrees_with_the_colregs_check() -> None:
         ended = (r.info[:, 0] == InfoState.COLLISION) | (r.info[:, 0] == InfoState.REACH_GOAL)
         end = torch.where(ended & (end == 80), step + 1, end)
     pos, theta = torch.stack(pos), torch.stack(theta)
-    passed_ahead = torch.tensor([
-        sum(c.met and c.astern is False for c in episode_encounters(s, pos[:, e], theta[:, e],
-                                                                    int(end[e])))
-        for e, s in enumerate(scenarios)
-    ], dtype=F64)  # fmt: skip
+    passed_ahead = _checked_passes_ahead(scenarios, pos, theta, end)
     assert int(passed_ahead.gt(0).sum()) == 9 and int(passed_ahead.sum()) == 12
     assert torch.equal(-total, passed_ahead)
     with pytest.raises(ValueError, match="scenario.passed_ahead_penalty must be >= 0"):
@@ -553,7 +561,6 @@ def test_the_passed_ahead_event_at_boundaries_agrees_with_the_colregs_check(
     passed ahead (from the recorded tracks, every step and the start and the end included), in
     every case; by default it misses the closest approaches on step boundaries and at the ends
     of the episodes."""
-    from marinenav.encounters import episode_encounters
 
     scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
     throttle = {"full ahead": lambda step: 1.0, "astern": lambda step: -1.0 if step < 3 else 0.0,
@@ -581,11 +588,7 @@ def test_the_passed_ahead_event_at_boundaries_agrees_with_the_colregs_check(
         counted[at_boundaries] = -total
     assert int(end.max()) <= 61  # every episode ended, at the latest at the step limit
     pos, theta = torch.stack(pos), torch.stack(theta)
-    passed_ahead = torch.tensor([
-        sum(c.met and c.astern is False for c in episode_encounters(s, pos[:, e], theta[:, e],
-                                                                    int(end[e])))
-        for e, s in enumerate(scenarios)
-    ], dtype=F64)  # fmt: skip
+    passed_ahead = _checked_passes_ahead(scenarios, pos, theta, end)
     assert torch.equal(counted[True], passed_ahead)
     assert int(passed_ahead.sum() - counted[False].sum()) == missed_by_default
     with pytest.raises(ValueError, match="scenario.passed_ahead_at_boundaries must be true or"):
