@@ -556,7 +556,8 @@ def test_the_passed_ahead_event_at_boundaries_by_hand(
 def test_the_passed_ahead_event_at_boundaries_agrees_with_the_colregs_check(
     policy, missed_by_default
 ) -> None:
-    """Own ships run 60 steps of the 22 Imazu cases, which end there at the step limit: with
+    """Own ships run the 22 Imazu cases to their episodes' ends (goal, collision or a step limit
+    of 60): with
     ``passed_ahead_at_boundaries`` the term fires once for every target the rule-15 check finds
     passed ahead (from the recorded tracks, every step and the start and the end included), in
     every case; by default it misses the closest approaches on step boundaries and at the ends
