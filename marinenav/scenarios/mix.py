@@ -16,7 +16,7 @@ event (once, on the step a vessel crosses the bow of one it must keep out of the
 than ``bow_crossing_range`` m from it), ``passed_ahead_penalty``, the pass the COLREGs
 check reads (once, at the closest approach, ahead of the other's beam with the other to
 starboard, within 20 m; with ``passed_ahead_at_boundaries`` also one between two steps or at
-the episode's start), ``port_turn_penalty``, per radian turned to port while a vessel
+the episode's start or end), ``port_turn_penalty``, per radian turned to port while a vessel
 ahead or to starboard closes within 20 m, ``give_way_speed_penalty``, per metre made good
 while a vessel to starboard that it has not yet passed astern of closes within 20 m, and
 ``stand_on_turn_penalty``, per radian turned to port while a vessel that must keep out of its
@@ -81,7 +81,7 @@ class MixConfig:
     # starboard side, within 20 m (give_way.passed_ahead_penalty: what the rule-15 check reads)
     passed_ahead_penalty: float = 0.0
     # ... read at every closest approach the check reads: also one on the boundary between two
-    # steps or at the episode's start (give_way.passed_ahead_penalty, at_boundaries)
+    # steps or at the episode's start or end (give_way.passed_ahead_penalty, at_boundaries)
     passed_ahead_at_boundaries: bool = False
     # ... and per radian turned to port on a step while a vessel ahead or to starboard closes
     # within 20 m (give_way.port_turn_penalty: the first alteration the checks read)
