@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         agent = planner_policy(path)
         contacts, times = Counter(), []
         for index in range(count):
-            recording = record_episode(agent, evaluation_set, index)
+            recording = record_episode(agent, evaluation_set, index, alone=True)
             if recording.success:
                 continue
             contacts[first_contact(recording, kinds)] += 1

@@ -275,11 +275,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error} (the metrics above were not saved)", file=sys.stderr)
             return 1
     if args.pictures and not args.planner:
-        from marinenav.viz import record_episode, save_animation, save_frames
+        from marinenav.viz import record_episodes, save_animation, save_frames
 
         target = _pictures_dir(args)
-        for k in range(min(args.pictures, len(chosen))):
-            recording = record_episode(agent if args.run_dir else policy, chosen, k, args.device)
+        drawn = range(min(args.pictures, len(chosen)))
+        recordings = record_episodes(agent if args.run_dir else policy, chosen, drawn, args.device)
+        for k, recording in zip(drawn, recordings, strict=True):
             frames = save_frames(recording, target / f"episode_{k:03d}")
             gif = save_animation(recording, target / f"episode_{k:03d}.gif")
             print(f"episode {k}: {len(frames)} frames in {frames[0].parent}, animation {gif}")

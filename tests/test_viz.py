@@ -26,6 +26,7 @@ from marinenav.viz import (
     load_runs,
     plot_learning_curves,
     record_episode,
+    record_episodes,
     save_animation,
     save_frames,
 )
@@ -76,16 +77,51 @@ def test_recorded_episode_matches_the_evaluation(run_dir: Path, recording) -> No
                                atol=1e-5)  # fmt: skip
     # it ended: time out, a collision, or no robot left navigating
     assert T == MAX_STEPS or recording.collided[-1].any() or not recording.active[-1].any()
-    # the evaluation of the same episode alone, in the same conditions, saw the same episode
+    # the evaluation of the set saw the same episode, bit for bit
     gamma = config["agent"]["gamma"]
-    evaluator = Evaluator(evaluation_set.episode(0), agent.action_kind, gamma)
-    evaluation = evaluator.run(agent.policy)["episodes"]
+    evaluation = Evaluator(evaluation_set, agent.action_kind, gamma).run(agent.policy, tracks=True)
+    assert T == int(evaluation["tracks"]["steps"][0])
+    np.testing.assert_array_equal(recording.positions, evaluation["tracks"]["pos"][: T + 1, 0])
     discounted = (recording.rewards * gamma ** np.arange(T)[:, None]).sum(0)[:robots].mean()
-    assert discounted == pytest.approx(evaluation["return"][0], rel=1e-12)
-    assert recording.success == evaluation["success"][0]
+    assert discounted == pytest.approx(evaluation["episodes"]["return"][0], rel=1e-12)
+    assert recording.success == evaluation["episodes"]["success"][0]
     assert recording.step_time == pytest.approx(0.5)
     again = record_episode(agent, evaluation_set, 0)  # deterministic policy
     np.testing.assert_array_equal(again.positions, recording.positions)
+
+
+def test_episodes_are_recorded_as_their_set_evaluated_them_or_alone(run_dir: Path) -> None:
+    """Several episodes from one run of the set, in the order asked, each its evaluation's
+    track; ``alone=True`` runs one by itself (another draw of the batch's perception noise),
+    as evaluating that episode alone does."""
+    agent, config = load_agent(run_dir)
+    evaluation_set = own_set(run_dir, config)
+    assert len(evaluation_set) == 2
+    evaluation = Evaluator(evaluation_set, agent.action_kind, 0.99).run(agent.policy, tracks=True)
+    recordings = record_episodes(agent, evaluation_set, [-1, 0])
+    for recording, row in zip(recordings, [1, 0], strict=True):
+        steps = int(evaluation["tracks"]["steps"][row])
+        assert recording.num_steps == steps
+        assert recording.scenario == evaluation_set.scenarios[row]
+        np.testing.assert_array_equal(
+            recording.positions, evaluation["tracks"]["pos"][: steps + 1, row]
+        )
+        np.testing.assert_array_equal(
+            recording.headings, evaluation["tracks"]["theta"][: steps + 1, row]
+        )
+        assert recording.success == evaluation["episodes"]["success"][row]
+    alone = record_episode(agent, evaluation_set, 0, alone=True)
+    by_itself = Evaluator(evaluation_set.episode(0), agent.action_kind, 0.99)
+    itself = by_itself.run(agent.policy, tracks=True)
+    steps = int(itself["tracks"]["steps"][0])
+    assert alone.num_steps == steps
+    np.testing.assert_array_equal(alone.positions, itself["tracks"]["pos"][: steps + 1, 0])
+    # the noise of a batch of one is not that of a batch of two: here the tracks agree, but
+    # the COLREGs penalty reads the perceived vessels, and the rewards part ways
+    assert alone.rewards.shape == recordings[1].rewards.shape
+    assert not np.array_equal(alone.rewards, recordings[1].rewards)
+    with pytest.raises(ValueError, match="episode 2 out of range: the set has 2"):
+        record_episodes(agent, evaluation_set, [0, 2])
 
 
 def test_frames_and_animation(recording, tmp_path: Path) -> None:

@@ -61,3 +61,30 @@ def test_cases_refuses_files_without_encounter_checks(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as stop:
         main(["cases", str(path)])
     assert stop.value.code == 2
+
+
+def test_a_drawn_case_is_the_case_the_evaluation_measured() -> None:
+    """A planner with random inputs (IQN's taus): its stream restarts from the set's noise seed,
+    as ``marinenav.evaluate`` restarts it, and the cases are copied out of one run of the set,
+    so each drawing is the evaluated case, bit for bit."""
+    from marinenav.planner import planner_policy
+    from marinenav.scenarios import make_layout
+    from marinenav.training.evaluation import EvaluationSet, Evaluator
+    from marinenav.viz.episode import record_episodes
+
+    path = PLANNER.with_name("traced_IQN_model.pt")
+    cases = EvaluationSet.named("paper", make_layout("imazu"), max_steps=40)
+    policy = planner_policy(path)
+    policy.set_seed(cases.noise_seed)
+    evaluation = Evaluator(cases, policy.action_kind, 0.99).run(policy, tracks=True)
+    policy.set_seed(12345)  # what the recording does to the stream is its own business
+    for row, recording in zip([5, 1], record_episodes(policy, cases, [5, 1]), strict=True):
+        steps = int(evaluation["tracks"]["steps"][row])
+        assert recording.num_steps == steps
+        np.testing.assert_array_equal(
+            recording.positions, evaluation["tracks"]["pos"][: steps + 1, row]
+        )
+    # taus from another stream steer other tracks: the seed is what made them agree
+    policy.set_seed(cases.noise_seed + 1)
+    other = Evaluator(cases, policy.action_kind, 0.99).run(policy, tracks=True)
+    assert not np.array_equal(other["tracks"]["pos"], evaluation["tracks"]["pos"])

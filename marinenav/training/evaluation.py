@@ -44,7 +44,7 @@ episodes, success rate, and mean time and energy over the successful episodes on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -393,7 +393,11 @@ class Evaluator:
         return full_action.clone()
 
     def run(
-        self, policy: TensorDictModuleBase, compact: bool = True, tracks: bool = False
+        self,
+        policy: TensorDictModuleBase,
+        compact: bool = True,
+        tracks: bool = False,
+        observe: Callable[[TensorDictBase], None] | None = None,
     ) -> dict[str, Any]:
         """Evaluate ``policy`` (deterministic mode); returns host-side metrics and per-episode
         lists. Reads back once per host check (see the module docstring) and once at the end.
@@ -408,6 +412,11 @@ class Evaluator:
                 2]`` m and ``theta [T, E, R]`` rad (world frame, step 0 the start, CPU float64)
                 and ``steps [E]``, the steps each episode lasted (what encounter checks read,
                 :mod:`marinenav.encounters`).
+            observe: called with the reset's tensordict and then with each step's ``"next"``
+                tensordict, the simulator (``self.env.sim``) in the state that step left; what
+                it reads is its own business (``marinenav.viz.record_episodes`` copies some
+                episodes' rows). Episodes go on being stepped after they end (until every one
+                has), so an observer cuts each episode at its first ``done`` itself.
         """
         env, sim = self.env, self.env.sim
         max_steps = self.evaluation_set.max_steps
@@ -422,6 +431,8 @@ class Evaluator:
         reached = torch.zeros(E, R, dtype=torch.bool, device=device)
         env.set_seed(self.evaluation_set.noise_seed)
         td = env.reset()
+        if observe is not None:
+            observe(td)
         action_spec = env.full_action_spec[ACTION_KEY]
         full_action = torch.zeros(action_spec.shape, dtype=action_spec.dtype, device=device)
         flat_action = full_action.view(E * R, *action_spec.shape[2:])
@@ -456,6 +467,8 @@ class Evaluator:
                     poses[step + 1] = torch.cat((sim.state.pos, sim.state.theta.unsqueeze(-1)), -1)
                     lasted += (~finished).to(torch.int64)
                 finished |= out[DONE].squeeze(-1)
+                if observe is not None:
+                    observe(out)
                 td = out
         present = sim.steered  # the policy's robots: traffic neither earns nor counts
         count = present.sum(-1).clamp(min=1).double()

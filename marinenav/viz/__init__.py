@@ -10,7 +10,13 @@ from marinenav.viz.curves import (
     plot_learning_curves,
     read_evaluations,
 )
-from marinenav.viz.episode import EpisodeRecording, record_episode, save_animation, save_frames
+from marinenav.viz.episode import (
+    EpisodeRecording,
+    record_episode,
+    record_episodes,
+    save_animation,
+    save_frames,
+)
 from marinenav.viz.frames import (
     CurrentField,
     FrameState,
@@ -36,6 +42,7 @@ __all__ = [
     "plot_learning_curves",
     "read_evaluations",
     "record_episode",
+    "record_episodes",
     "render_environment",
     "render_figure",
     "save_animation",

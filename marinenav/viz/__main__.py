@@ -4,6 +4,8 @@
     replays episode ``K`` of the run's fixed evaluation set (``eval_configs.json``; default the
     last, as the original's ``visualize_eval_episode.py``) with the run's trained agent,
     deterministically, and writes one PNG per drawn step (and an animated GIF with ``--gif``).
+    The episode runs among its set, as the evaluation ran it (its drawing is the episode the
+    evaluation measured); ``--alone`` runs it by itself (another draw of the perception noise).
 
 ``python -m marinenav.viz episode --baseline apf|mpc [--variant textbook|original]
 [--set NAME] [--scenario LAYOUT] [--episode K] [--out DIR] [--gif]``
@@ -111,6 +113,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="episode step cap (default the set's own: a run's evaluation.max_steps, 1001 "
              "for planners and baselines)",
+    )
+    episode.add_argument(
+        "--alone",
+        action="store_true",
+        help="run the episode by itself instead of among its set (quicker for one episode of "
+             "a large set; its perception noise, and a planner's random inputs, are then "
+             "another draw than the set's evaluation measured)",
     )
     episode.add_argument("--device", default="cpu", help="torch device (default cpu)")
     curves = commands.add_parser("curves", help="plot learning curves of one or several runs")
@@ -253,7 +262,7 @@ def _episode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if not -len(evaluation_set) <= args.episode < len(evaluation_set):
         parser.error(f"--episode {args.episode} out of range: the set has {len(evaluation_set)}")
     index = args.episode % len(evaluation_set)
-    recording = record_episode(agent, evaluation_set, index, args.device)
+    recording = record_episode(agent, evaluation_set, index, args.device, alone=args.alone)
     if args.out is not None:
         out = args.out
     elif args.run_dir is not None:

@@ -1,16 +1,17 @@
 """One evaluation episode of a trained agent, recorded for people: PNG frames and animations.
 
-:func:`record_episode` runs one episode of an evaluation set
-(:class:`~marinenav.training.evaluation.EvaluationSet`, in its conditions) with the agent's
-deterministic policy, as the evaluation does (the episode ends at the first collision or when
-every robot is done, at most the set's ``max_steps`` steps), and copies what the pictures need
-to the host after every step. :func:`save_frames` and :func:`save_animation` draw
-it with :func:`marinenav.viz.frames.draw_frame`.
+:func:`record_episodes` runs an evaluation set
+(:class:`~marinenav.training.evaluation.EvaluationSet`, in its conditions) through the
+evaluator with the agent's deterministic policy and copies what the pictures need of some of
+its episodes to the host, once, at the end: each recording is the episode the evaluation
+measured (or, with ``alone=True``, the episode run by itself). :func:`save_frames` and
+:func:`save_animation` draw it with :func:`marinenav.viz.frames.draw_frame`.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,6 @@ from matplotlib.animation import FFMpegWriter, PillowWriter
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tensordict.nn import TensorDictModuleBase
-from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from marinenav.files import atomic_path
 from marinenav.keys import DONE, INFO_KEY, REWARD_KEY
@@ -37,6 +37,7 @@ from marinenav.viz.frames import (
 
 if TYPE_CHECKING:
     from marinenav.agents import Agent
+    from marinenav.sim.simulator import MarineNavSimulator
     from marinenav.training.evaluation import EvaluationSet
 
 COLLIDED = (int(InfoState.COLLISION), int(InfoState.DEACTIVATED_AFTER_COLLISION))
@@ -132,69 +133,126 @@ def record_episode(
     evaluation_set: EvaluationSet,
     index: int = 0,
     device: torch.device | str = "cpu",
+    alone: bool = False,
 ) -> EpisodeRecording:
-    """Run episode ``index`` of an evaluation set with the agent's deterministic policy (or a
-    policy of its own, e.g. a classical baseline of :mod:`marinenav.baselines`) until it ends.
+    """Episode ``index`` (negative from the end) of an evaluation set, as
+    :func:`record_episodes` records it."""
+    return record_episodes(agent, evaluation_set, [index], device, alone)[0]
 
-    The episode runs alone, in the set's conditions (slots, precision, noise seed, step cap)
-    and rules: its result is that of :class:`marinenav.training.evaluation.Evaluator` on
-    ``evaluation_set.episode(index)`` (the perception noise depends on the batch: an episode
-    evaluated among the others of its set differs a little).
+
+def record_episodes(
+    agent: Agent | TensorDictModuleBase,
+    evaluation_set: EvaluationSet,
+    indices: Sequence[int],
+    device: torch.device | str = "cpu",
+    alone: bool = False,
+) -> list[EpisodeRecording]:
+    """Run episodes ``indices`` of an evaluation set with the agent's deterministic policy (or
+    a policy of its own: a classical baseline of :mod:`marinenav.baselines`, a planner file's
+    :class:`~marinenav.planner.PlannerPolicy`) until each ends, as the evaluation runs them.
+
+    By default the whole set runs, once, through
+    :class:`~marinenav.training.evaluation.Evaluator` (its conditions, rules, step cap and
+    compaction; a planner's random stream restarted from the set's noise seed, as
+    ``marinenav.evaluate`` does) and the episodes asked for are copied out: each recording is
+    the episode the evaluation of the set measured, bit for bit (its success, closest approaches
+    and COLREGs checks are those of the evaluation's report). The perception noise is drawn for
+    the whole batch, so the same episode run by itself is another draw of its noise: with
+    ``alone=True`` each episode runs by itself (cheaper for one episode of a large set), and
+    its recording is what evaluating ``evaluation_set.episode(index)`` measures.
 
     Args:
         agent: a trained agent (e.g. from :func:`marinenav.training.checkpoint.load_agent`),
-            on ``device``; or a policy module with an ``action_kind`` attribute (a baseline).
+            on ``device``; or a policy module with an ``action_kind`` attribute.
         evaluation_set: e.g. ``EvaluationSet.of_run(config)``, a run's own set.
-        index: which episode (negative from the end).
-        device: of the one-environment simulation.
+        indices: which episodes (negative from the end), in the order returned.
+        device: of the simulation.
+        alone: run each episode by itself instead of among its set.
     """
-    episode = evaluation_set.episode(index)
-    scenario = episode.scenarios[0]
-    env = episode.environment(agent.action_kind, device)
-    sim = env.sim
-    snapshots: list[torch.Tensor] = []
+    for index in indices:  # the set's own range check, before any work
+        evaluation_set.episode(index)
+    rows = [index % len(evaluation_set) for index in indices]
+    if alone:
+        return [_record(agent, evaluation_set.episode(row), [0], device)[0] for row in rows]
+    return _record(agent, evaluation_set, rows, device)
 
-    def snapshot() -> None:  # host: a people tool, one read-back per step is fine
-        st = sim.state
-        snapshots.append(
-            torch.cat(
-                (st.pos[0], st.theta[0, :, None], st.velocity[0, :, :2], sim.active[0, :, None]),
-                dim=-1,
-            )
-            .double()
-            .cpu()  # fmt: skip
-        )
 
-    rewards, infos = [], []
+def _record(
+    agent: Agent | TensorDictModuleBase,
+    evaluation_set: EvaluationSet,
+    rows: list[int],
+    device: torch.device | str,
+) -> list[EpisodeRecording]:
+    """Evaluate ``evaluation_set`` and copy episodes ``rows`` (non-negative) out of it."""
+    from marinenav.planner import PlannerPolicy
+    from marinenav.training.evaluation import Evaluator
+
     policy = getattr(agent, "policy", agent)
+    if isinstance(policy, PlannerPolicy):
+        policy.set_seed(evaluation_set.noise_seed)  # as marinenav.evaluate's planners
+    evaluator = Evaluator(evaluation_set, agent.action_kind, 1.0, device)
+    sim = evaluator.env.sim
+    chosen = torch.tensor(rows, device=evaluator.env.device)
+    states: list[torch.Tensor] = []  # [n, R, 6] per instant, on the device
+    rewards: list[torch.Tensor] = []  # [n, R] per step
+    infos: list[torch.Tensor] = []  # [n, R] per step
+    dones: list[torch.Tensor] = []  # [n] per step
+
+    def observe(td) -> None:
+        st = sim.state
+        states.append(
+            torch.cat(
+                (st.pos[chosen], st.theta[chosen, :, None], st.velocity[chosen, :, :2],
+                 sim.active[chosen, :, None]),
+                dim=-1,
+            ).double()
+        )  # fmt: skip
+        if REWARD_KEY in td.keys(True):
+            rewards.append(td[REWARD_KEY][chosen, :, 0].double())
+            infos.append(td[INFO_KEY][chosen])
+            dones.append(td[DONE][chosen, 0])
+
     was_training = policy.training
     policy.eval()
     try:
-        td = env.reset()
-        snapshot()
-        with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
-            for _ in range(episode.max_steps):
-                out = env.step(policy(td))["next"]
-                snapshot()
-                rewards.append(out[REWARD_KEY][0, :, 0].double().cpu())  # host: people
-                infos.append(out[INFO_KEY][0].cpu())  # host: people
-                td = out
-                if bool(out[DONE].any()):  # host: people
-                    break
+        evaluator.run(policy, observe=observe)
     finally:
         policy.train(was_training)
-    states = torch.stack(snapshots).numpy()
-    info = torch.stack(infos).numpy()
+    # [T_all + 1, n, R, 6], [T_all, n, R] twice and [T_all, n], read back once, at the end
+    state, reward, info, done = (
+        torch.stack(x).cpu().numpy()  # host: a people tool, once after the evaluation
+        for x in (states, rewards, infos, dones)
+    )
+    recordings = []
+    for j, row in enumerate(rows):
+        T = int(done[:, j].argmax()) + 1 if done[:, j].any() else done.shape[0]
+        scenario = evaluation_set.scenarios[row]
+        recordings.append(
+            _recording(scenario, sim, row, state[: T + 1, j], reward[:T, j], info[:T, j])
+        )
+    return recordings
+
+
+def _recording(
+    scenario: dict[str, Any],
+    sim: MarineNavSimulator,
+    row: int,
+    states: np.ndarray,
+    rewards: np.ndarray,
+    info: np.ndarray,
+) -> EpisodeRecording:
+    """One episode's recording from its rows: ``states [T + 1, R, 6]`` (x, y, heading, two
+    velocity components, active), ``rewards [T, R]``, ``info [T, R]``."""
     R = info.shape[1]
     collided = np.concatenate((np.zeros((1, R), bool), np.isin(info, COLLIDED)))
     reached = np.concatenate((np.zeros((1, R), bool), np.isin(info, REACHED)))
-    s = sim.scenario.index(0).to(device="cpu", dtype=torch.float64)
+    s = sim.scenario.index(row).to(device="cpu", dtype=torch.float64)
     return EpisodeRecording(
         scenario=dict(scenario), map=s, positions=states[..., 0:2], headings=states[..., 2],
         velocities=states[..., 3:5], active=states[..., 5] > 0.5,
         collided=np.logical_or.accumulate(collided, axis=0),
         reached=np.logical_or.accumulate(reached, axis=0),
-        rewards=torch.stack(rewards).numpy(), info=info,
+        rewards=rewards, info=info,
         step_time=float(s.dt[0, 0]) * sim.num_substeps,
     )  # fmt: skip
 
