@@ -75,9 +75,6 @@ def broken_row(label: str, metrics: dict[str, dict]) -> str:
     imazu = metrics.get("imazu")
     if not imazu:
         return f"| {label} | " + " | ".join("-" for _ in range(len(BROKEN_COLUMNS) + 5)) + " |"
-    targets = [t for record in imazu["encounters"] if record for t in record["targets"]]
-    if any(t["passed"] is False and "broken" not in t for t in targets):
-        return f"| {label} | " + " | ".join("?" for _ in range(len(BROKEN_COLUMNS) + 5)) + " |"
     # each broken check with the step its episode ended on (its time over the step time)
     broken = [
         (t, round(time / STEP_TIME))
@@ -86,6 +83,8 @@ def broken_row(label: str, metrics: dict[str, dict]) -> str:
         for t in record["targets"]
         if t["passed"] is False
     ]
+    if any("broken" not in t for t, _ in broken):
+        return f"| {label} | " + " | ".join("?" for _ in range(len(BROKEN_COLUMNS) + 5)) + " |"
     at_start = [t for t, _ in broken if t["closest_step"] <= EARLY]
     later = [t for t, _ in broken if t["closest_step"] > EARLY]
     at_end = [t for t, last in broken if EARLY < t["closest_step"] == last]
