@@ -147,7 +147,11 @@ def passed_ahead_penalty(
     it passed ahead of a vessel it had to keep out of the way of, which the rule-15 check
     (:mod:`marinenav.encounters`, "passed astern") reads as broken. Summed over the vessels so
     passed; 0 elsewhere. (Two ships on reciprocal or parallel courses are abeam at their closest
-    approach: neither ahead of the beam nor abaft it; the term leaves them alone.)
+    approach: neither ahead of the beam nor abaft it; the term leaves them alone.) Who gives way
+    is read at the closest approach, where the check fixes it once from the encounter's start: a
+    vessel that crosses ahead of the other and turns away, the other on its port side by then,
+    is not charged though the check reads a pass ahead (docs/results.md, "The term and the check
+    disagree on who gives way").
 
     The closest approach falls in a step when the step's relative motion (straight between the
     positions before and after it) first closes and then opens the distance: ``r0 . d < 0 <=
