@@ -22,7 +22,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from marinenav.encounters import encounter_records, own_and_targets  # noqa: E402
+from marinenav.encounters import bearing, encounter_records, own_and_targets  # noqa: E402
 from marinenav.keys import REWARD_TERMS_KEY  # noqa: E402
 from marinenav.planner import planner_policy  # noqa: E402
 from marinenav.scenarios import make_layout  # noqa: E402
@@ -30,11 +30,10 @@ from marinenav.training.evaluation import EvaluationSet, Evaluator  # noqa: E402
 
 
 def _side(tracks: dict, e: int, own: int, target: int, k: int) -> str:
-    """Which side of the own ship's course line the target lies on at step ``k``."""
+    """Which side of the own ship's course line the target lies on at step ``k`` (its relative
+    bearing as the checks read it: starboard in (0, 180) degrees)."""
     pos, theta = tracks["pos"][k, e], tracks["theta"][k, e, own]
-    offset = pos[target] - pos[own]  # world (x North, y East)
-    cross = torch.cos(theta) * offset[1] - torch.sin(theta) * offset[0]
-    return "starboard" if float(cross) > 0 else "port"
+    return "starboard" if 0.0 < float(bearing(pos[own], theta, pos[target])) < 180.0 else "port"
 
 
 def main() -> None:

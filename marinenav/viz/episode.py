@@ -169,11 +169,10 @@ def record_episodes(
         device: of the simulation.
         alone: run each episode by itself instead of among its set.
     """
-    for index in indices:  # the set's own range check, before any work
-        evaluation_set.episode(index)
-    rows = [index % len(evaluation_set) for index in indices]
+    episodes = [evaluation_set.episode(index) for index in indices]  # range checked first
     if alone:
-        return [_record(agent, evaluation_set.episode(row), [0], device)[0] for row in rows]
+        return [_record(agent, episode, [0], device)[0] for episode in episodes]
+    rows = [index % len(evaluation_set) for index in indices]
     return _record(agent, evaluation_set, rows, device)
 
 
