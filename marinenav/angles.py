@@ -1,4 +1,4 @@
-"""Angle wrapping, the one place for it.
+"""Angle wrapping, the one place for it, and the relative bearing it gives.
 
 Every function works element-wise on a tensor of any shape and keeps its dtype and device.
 The simulator's own one-step wrap (the original's, exact only for sums of two wrapped angles)
@@ -11,7 +11,7 @@ import math
 
 import torch
 
-__all__ = ["wrap_to_pi", "wrap_to_180", "wrap_to_360"]
+__all__ = ["bearing", "wrap_to_pi", "wrap_to_180", "wrap_to_360"]
 
 
 def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:
@@ -27,3 +27,12 @@ def wrap_to_180(angle: torch.Tensor) -> torch.Tensor:
 def wrap_to_360(angle: torch.Tensor) -> torch.Tensor:
     """``angle`` (deg, any value) wrapped into ``[0, 360)``."""
     return torch.remainder(angle, 360.0)
+
+
+def bearing(frm: torch.Tensor, heading: torch.Tensor, to: torch.Tensor) -> torch.Tensor:
+    """Relative bearing (deg in [0, 360), clockwise from the bow) of point ``to [..., 2]`` from a
+    ship at ``frm [..., 2]`` heading ``heading [...]`` (rad, clockwise from North; world x is
+    North, y East)."""
+    d = to - frm
+    absolute = torch.rad2deg(torch.atan2(d[..., 1], d[..., 0]))
+    return wrap_to_360(absolute - torch.rad2deg(heading))

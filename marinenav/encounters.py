@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import torch
 
-from marinenav.angles import wrap_to_180, wrap_to_360
+from marinenav.angles import bearing, wrap_to_180
 
 HEAD_ON_BEARING = 10.0  # deg either side of dead ahead
 HEAD_ON_COURSE = 10.0  # deg either side of the reciprocal course
@@ -56,12 +56,29 @@ HEAD_ON, GIVE_WAY, STAND_ON, OVERTAKING, OVERTAKEN = (
 RULES = {HEAD_ON: "14", GIVE_WAY: "15", STAND_ON: "17", OVERTAKING: "13", OVERTAKEN: "13"}
 
 
-def bearing(frm: torch.Tensor, heading: torch.Tensor, to: torch.Tensor) -> torch.Tensor:
-    """Relative bearing (deg in [0, 360), clockwise from the bow) of point ``to [..., 2]`` from a
-    ship at ``frm [..., 2]`` heading ``heading [...]`` (rad, clockwise from North)."""
-    d = to - frm
-    absolute = torch.rad2deg(torch.atan2(d[..., 1], d[..., 0]))
-    return wrap_to_360(absolute - torch.rad2deg(heading))
+ENCOUNTERS = (HEAD_ON, GIVE_WAY, STAND_ON, OVERTAKING, OVERTAKEN)  # classify_pairs' codes
+
+
+def classify_pairs(pos: torch.Tensor, heading: torch.Tensor, speed: torch.Tensor) -> torch.Tensor:
+    """The encounter (module docstring) of every pair of ships, batched: ``[..., i, j]`` int64,
+    an index into :data:`ENCOUNTERS`, of ship ``j`` as a target of ship ``i`` as the own ship
+    (the diagonal is meaningless). ``pos [..., R, 2]`` m world, ``heading [..., R]`` rad
+    clockwise from North, ``speed [..., R]`` m/s; any float dtype and device, no host sync."""
+    own_pos, target_pos = pos.unsqueeze(-2), pos.unsqueeze(-3)  # [..., i, 1, 2], [..., 1, j, 2]
+    own_heading, target_heading = heading.unsqueeze(-1), heading.unsqueeze(-2)
+    own_speed, target_speed = speed.unsqueeze(-1), speed.unsqueeze(-2)
+    beta = bearing(own_pos, own_heading, target_pos)  # the target seen from the own ship
+    alpha = bearing(target_pos, target_heading, own_pos)  # the own ship seen from the target
+    course = wrap_to_180(torch.rad2deg(target_heading - own_heading))
+    abaft = 360.0 - ABAFT_BEAM
+    overtaking = (alpha > ABAFT_BEAM) & (alpha < abaft) & (own_speed > target_speed)
+    overtaken = (beta > ABAFT_BEAM) & (beta < abaft) & (target_speed > own_speed)
+    ahead = torch.minimum(beta, 360.0 - beta) <= HEAD_ON_BEARING
+    head_on = ahead & (course.abs() >= 180.0 - HEAD_ON_COURSE)
+    code = torch.where(beta < 180.0, ENCOUNTERS.index(GIVE_WAY), ENCOUNTERS.index(STAND_ON))
+    code = torch.where(head_on, ENCOUNTERS.index(HEAD_ON), code)
+    code = torch.where(overtaken, ENCOUNTERS.index(OVERTAKEN), code)
+    return torch.where(overtaking, ENCOUNTERS.index(OVERTAKING), code)
 
 
 def classify(
@@ -73,18 +90,13 @@ def classify(
     target_speed: torch.Tensor,
 ) -> str:
     """The encounter (module docstring) of one target with the own ship: positions ``[2]`` m,
-    headings ``[]`` rad, speeds ``[]`` m/s."""
-    beta = float(bearing(own_pos, own_heading, target_pos))  # target seen from the own ship
-    alpha = float(bearing(target_pos, target_heading, own_pos))  # own ship seen from the target
-    course = float(wrap_to_180(torch.rad2deg(target_heading - own_heading)))
-    if ABAFT_BEAM < alpha < 360.0 - ABAFT_BEAM and float(own_speed) > float(target_speed):
-        return OVERTAKING
-    if ABAFT_BEAM < beta < 360.0 - ABAFT_BEAM and float(target_speed) > float(own_speed):
-        return OVERTAKEN
-    ahead = min(beta, 360.0 - beta) <= HEAD_ON_BEARING
-    if ahead and abs(course) >= 180.0 - HEAD_ON_COURSE:
-        return HEAD_ON
-    return GIVE_WAY if beta < 180.0 else STAND_ON
+    headings ``[]`` rad, speeds ``[]`` m/s; :func:`classify_pairs` in float64."""
+    f64 = torch.float64
+    pos = torch.stack([own_pos, target_pos]).to(f64)
+    heading = torch.stack([torch.as_tensor(own_heading), torch.as_tensor(target_heading)])
+    speed = torch.stack([torch.as_tensor(own_speed), torch.as_tensor(target_speed)])
+    code = classify_pairs(pos, heading.to(f64), speed.to(f64))[0, 1]
+    return ENCOUNTERS[int(code)]
 
 
 @dataclass
@@ -290,6 +302,7 @@ def format_encounters(records: list[dict | None], successes: list[bool], labels:
 __all__ = [
     "ABAFT_BEAM",
     "CLEAR_MARGIN",
+    "ENCOUNTERS",
     "ENCOUNTER_RANGE",
     "GIVE_WAY",
     "HEAD_ON",
@@ -305,6 +318,7 @@ __all__ = [
     "check_episode",
     "check_target",
     "classify",
+    "classify_pairs",
     "colregs_kept",
     "encounter_records",
     "episode_encounters",

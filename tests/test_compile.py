@@ -248,3 +248,40 @@ def test_cudagraph_update_equals_eager(name: str, compile: bool) -> None:
     graphed.compile(compile=compile, cudagraphs=True)
     with torch._inductor.config.patch(fallback_random=True):
         _assert_same_updates(eager, graphed, 8, device="cuda")
+
+
+@needs_cxx
+@pytest.mark.slow  # a second compile of the step (about 40 s on the 2-core machine)
+def test_compiled_step_keeps_the_closest_approaches_as_eager() -> None:
+    """A layout whose rules read the closest approaches (the mix's give-way check term, on the
+    Imazu encounters): the compiled step keeps them and pays the term as the eager one does,
+    in one graph."""
+    from marinenav.scenarios import make_layout
+
+    torch._dynamo.reset()
+    counters.clear()
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
+           "give_way_check_penalty": 1.0, "cross_ahead_of": "traffic"}  # fmt: skip
+    eager, compiled = (
+        MarineNavSimulator.from_scenarios(
+            scenarios, "discrete", dtype=torch.float64, layout=make_layout("mix", mix),
+            validate=False, compile=flag,
+        )
+        for flag in (False, True)
+    )  # fmt: skip
+    gen = torch.Generator().manual_seed(0)
+    paid = torch.zeros(22, dtype=torch.float64)
+    for t in range(40):
+        actions = torch.randint(0, 25, (22, 4), generator=gen)
+        with torch._dynamo.config.patch(error_on_recompile=t > 0):
+            results = [sim.step(actions) for sim in (eager, compiled)]
+        terms = [r.reward_terms for r in results]
+        torch.testing.assert_close(terms[1], terms[0], rtol=1e-9, atol=1e-9)
+        paid += terms[0][:, 0, -1]
+        for name in ("distance", "bearing"):
+            torch.testing.assert_close(
+                getattr(compiled.closest, name), getattr(eager.closest, name), rtol=0, atol=1e-9
+            )
+    assert paid.ne(0).any() and counters["stats"]["unique_graphs"] == 1
+    assert not counters["graph_break"]

@@ -27,6 +27,7 @@ from marinenav.scenarios.imazu import IMAZU_CASES
 from marinenav.sim import MarineNavSimulator
 from marinenav.sim.constants import InfoState
 from marinenav.sim.scenario import default_scenario
+from tests.track_utils import straight_legs
 
 F64 = torch.float64
 
@@ -87,37 +88,39 @@ def test_the_cases_encounters_are_classified_from_the_start(cases, case, encount
     assert got == encounters
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+def test_every_pair_of_every_case_is_classified_at_once(cases, dtype) -> None:
+    """``classify_pairs`` on the 22 cases' starts as one batch: the own ship's row names the
+    encounters the table's cases are (as above), and a give-way target sees the own ship as
+    one it stands on for, a head-on one as head-on (the pairs read from either side)."""
+    from marinenav.encounters import ENCOUNTERS, classify_pairs
+    from marinenav.sim.scenario_json import scenarios_from_dicts
+
+    scenario = scenarios_from_dicts(cases, (4, 0, 0), dtype=dtype)
+    speed = torch.linalg.vector_norm(scenario.init_velocity_r[..., :2], dim=-1)
+    codes = classify_pairs(scenario.start, scenario.init_theta, speed)  # [22, 4, 4]
+    assert codes.shape == (22, 4, 4) and codes.dtype == torch.int64
+    named = lambda case, i, j: ENCOUNTERS[int(codes[case - 1, i, j])]  # noqa: E731
+    assert [named(2, 0, 1), named(2, 1, 0)] == [GIVE_WAY, STAND_ON]
+    assert [named(1, 0, 1), named(1, 1, 0)] == [HEAD_ON, HEAD_ON]
+    assert [named(13, 0, t) for t in (1, 2, 3)] == [HEAD_ON, STAND_ON, STAND_ON]
+    assert [named(11, 0, t) for t in (1, 2)] == [STAND_ON, GIVE_WAY]
+    assert named(3, 0, 1) == OVERTAKING and named(3, 1, 0) == "overtaken"
+
+
 def test_a_faster_target_from_astern_overtakes_the_own_ship() -> None:
     zero = torch.tensor(0.0, dtype=F64)
     own, target = torch.tensor([20.0, 0.0], dtype=F64), torch.tensor([5.0, 1.0], dtype=F64)
     assert classify(own, zero, torch.tensor(1.0), target, zero, torch.tensor(2.0)) == OVERTAKEN
 
 
-def _track(points: list[tuple[float, float]], steps: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Positions ``[steps, 2]`` along straight legs through ``points`` (equal time per leg) and
-    the headings (rad, clockwise from North) of each leg."""
-    legs = len(points) - 1
-    per_leg = (steps - 1) // legs
-    pos, heading = [], []
-    for k in range(legs):
-        a, b = torch.tensor(points[k], dtype=F64), torch.tensor(points[k + 1], dtype=F64)
-        d = b - a
-        h = math.atan2(float(d[1]), float(d[0])) % (2 * math.pi)
-        for i in range(per_leg):
-            pos.append(a + d * i / per_leg)
-            heading.append(h)
-    pos.append(torch.tensor(points[-1], dtype=F64))
-    heading.append(heading[-1])
-    return torch.stack(pos), torch.tensor(heading, dtype=F64)
-
-
 # the own ship heads North (+x) from (0, 0); a head-on target comes South along y = 0
-_TARGET_SOUTH = _track([(60.0, 0.0), (0.0, 0.0)], 61)
-_TARGET_WEST = _track([(30.0, 30.0), (30.0, -30.0)], 61)  # crossing from starboard
+_TARGET_SOUTH = straight_legs([(60.0, 0.0), (0.0, 0.0)], 61)
+_TARGET_WEST = straight_legs([(30.0, 30.0), (30.0, -30.0)], 61)  # crossing from starboard
 
 
 def test_head_on_turning_to_starboard_and_passing_port_to_port_keeps_rule_14() -> None:
-    own = _track([(0.0, 0.0), (12.0, 0.0), (25.0, 10.0), (60.0, 10.0)], 61)
+    own = straight_legs([(0.0, 0.0), (12.0, 0.0), (25.0, 10.0), (60.0, 10.0)], 61)
     check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
     assert check.turned_starboard and check.port_to_port and check.passed
     assert 5.6 < check.closest < 10.0
@@ -125,7 +128,7 @@ def test_head_on_turning_to_starboard_and_passing_port_to_port_keeps_rule_14() -
 
 
 def test_head_on_turning_to_port_breaks_rule_14() -> None:
-    own = _track([(0.0, 0.0), (15.0, 0.0), (30.0, -8.0), (60.0, -8.0)], 61)
+    own = straight_legs([(0.0, 0.0), (15.0, 0.0), (30.0, -8.0), (60.0, -8.0)], 61)
     check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
     assert check.turned_starboard is False and check.port_to_port is False
     assert check.passed is False
@@ -134,19 +137,19 @@ def test_head_on_turning_to_port_breaks_rule_14() -> None:
 
 
 def test_giving_way_by_passing_astern_keeps_rule_15_and_crossing_ahead_breaks_it() -> None:
-    astern = _track([(0.0, 0.0), (15.0, 0.0), (22.0, 12.0), (45.0, 20.0)], 61)
+    astern = straight_legs([(0.0, 0.0), (15.0, 0.0), (22.0, 12.0), (45.0, 20.0)], 61)
     check = check_target(*astern, *_TARGET_WEST, contact=5.6, encounter=GIVE_WAY)
     assert check.turned_starboard and check.astern and check.passed
-    ahead = _track([(0.0, 0.0), (60.0, 0.0)], 31)  # fast and straight: ahead of the target
-    check = check_target(*ahead, *_track([(30.0, 30.0), (30.0, -30.0)], 31), contact=5.6,
+    ahead = straight_legs([(0.0, 0.0), (60.0, 0.0)], 31)  # fast and straight: ahead of the target
+    check = check_target(*ahead, *straight_legs([(30.0, 30.0), (30.0, -30.0)], 31), contact=5.6,
                          encounter=GIVE_WAY)  # fmt: skip
     assert check.turned_starboard is False and check.passed is False
     assert check.first_alteration is None and check.broken == ["held course", "passed ahead"]
 
 
 def test_the_table_says_what_broke_a_rule() -> None:
-    port = _track([(0.0, 0.0), (15.0, 0.0), (30.0, -8.0), (60.0, -8.0)], 61)
-    starboard = _track([(0.0, 0.0), (12.0, 0.0), (25.0, 10.0), (60.0, 10.0)], 61)
+    port = straight_legs([(0.0, 0.0), (15.0, 0.0), (30.0, -8.0), (60.0, -8.0)], 61)
+    starboard = straight_legs([(0.0, 0.0), (12.0, 0.0), (25.0, 10.0), (60.0, 10.0)], 61)
     records = []
     for own in (port, starboard):
         check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
@@ -159,24 +162,24 @@ def test_the_table_says_what_broke_a_rule() -> None:
 
 
 def test_overtaking_must_keep_clear_of_contact_plus_the_margin() -> None:
-    target = _track([(10.0, 0.0), (40.0, 0.0)], 61)
-    close = _track([(0.0, 3.0), (60.0, 3.0)], 61)  # passes 3 m abeam: inside 5.6 + 1
-    wide = _track([(0.0, 8.0), (60.0, 8.0)], 61)
+    target = straight_legs([(10.0, 0.0), (40.0, 0.0)], 61)
+    close = straight_legs([(0.0, 3.0), (60.0, 3.0)], 61)  # passes 3 m abeam: inside 5.6 + 1
+    wide = straight_legs([(0.0, 8.0), (60.0, 8.0)], 61)
     too_close = check_target(*close, *target, contact=5.6, encounter=OVERTAKING)
     assert too_close.passed is False and too_close.broken == ["came too close"]
     assert check_target(*wide, *target, contact=5.6, encounter=OVERTAKING).passed is True
 
 
 def test_a_target_never_within_perception_range_is_not_checked() -> None:
-    own = _track([(0.0, 0.0), (10.0, -30.0), (60.0, -30.0)], 61)  # a wide berth to port
+    own = straight_legs([(0.0, 0.0), (10.0, -30.0), (60.0, -30.0)], 61)  # a wide berth to port
     check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
     assert check.closest > 20.0 and not check.met and check.passed is None
 
 
 def test_episode_encounters_read_the_scenario_and_its_tracks(cases) -> None:
     s = cases[0]  # case 1: one head-on target
-    own = _track([(2.5, 47.5), (30.0, 47.5), (45.0, 55.0), (70.0, 55.0)], 61)
-    target = _track([(92.5, 47.5), (2.5, 47.5)], 61)
+    own = straight_legs([(2.5, 47.5), (30.0, 47.5), (45.0, 55.0), (70.0, 55.0)], 61)
+    target = straight_legs([(92.5, 47.5), (2.5, 47.5)], 61)
     pos = torch.stack((own[0], target[0]), dim=1)
     theta = torch.stack((own[1], target[1]), dim=1)
     (check,) = episode_encounters(s, pos, theta, steps=60)

@@ -494,6 +494,136 @@ def test_the_passed_ahead_event_agrees_with_the_colregs_check() -> None:
         make_layout("mix", {**MIX, "passed_ahead_penalty": -1.0})
 
 
+def _along_tracks(points, term, steps=61):
+    """``term`` (a give-way rule with its weight) summed over the own ship's hand-built track
+    through ``points`` (``straight_legs``) while a traffic vessel crosses from its
+    starboard side (from (30, 30) West to (30, -30), 1 m per step), the events built as the
+    simulator builds them (the closest approach kept with ``sim.approach``); with the lowest
+    the running sum went and the rule-15 check's reading of the same tracks."""
+    from marinenav.encounters import GIVE_WAY, check_target
+    from marinenav.sim.approach import approach_now, closer
+    from tests.track_utils import straight_legs
+
+    own, own_heading = straight_legs(points, steps)
+    target, target_heading = straight_legs([(30.0, 30.0), (30.0, -30.0)], steps)
+    pos = torch.stack([own, target], dim=1).unsqueeze(1)  # [T, 1, 2, 2]
+    theta = torch.stack([own_heading, target_heading], dim=1).unsqueeze(1)  # [T, 1, 2]
+    scenario, events = _two_vessels(float(own_heading[0]), (30.0, 30.0), float(target_heading[0]))
+    scenario.start.copy_(pos[0])
+    scenario.init_theta.copy_(theta[0])
+    scenario.init_velocity_r[0, :, 0] = torch.tensor([1.0, 0.0], dtype=F64)  # m/s, North
+    kept, total = approach_now(pos[0], theta[0]), torch.zeros(1, 2, dtype=F64)
+    lowest = total.clone()
+    for t in range(1, steps):
+        events.pos_before, events.pos = pos[t - 1], pos[t]
+        events.theta_before, events.theta = theta[t - 1], theta[t]
+        events.first_step = torch.tensor([t == 1])
+        events.closest_before = kept
+        events.closest = kept = closer(kept, approach_now(pos[t], theta[t]))
+        total += term(scenario, events)
+        lowest = torch.minimum(lowest, total)
+    check = check_target(own, own_heading, target, target_heading, 2.0, GIVE_WAY)
+    return total, lowest, check
+
+
+@pytest.mark.parametrize(
+    ("case", "points", "broken"),
+    [
+        # the own ship (heading 347) crosses the target's course line 10 m ahead of its bow and
+        # turns to port (to 253) as the target comes on astern of it: at the closest approach
+        # (8.6 m, step 37) the target is on its port quarter (bearing 208) and the own ship
+        # still ahead of the target's beam (11 deg on its bow)
+        ("crossed ahead, turned away", [(0.0, 0.0), (34.0, -8.0), (24.0, -40.0)], True),
+        # the own ship holds on at two thirds of the target's speed and turns to starboard
+        # (39 deg) 10 m from it: it passes astern (9.0 m at step 32)
+        ("turned to starboard, passed astern", [(0.0, 0.0), (20.0, 0.0), (45.0, 20.0)], False),
+    ],
+)
+def test_the_give_way_check_term_on_hand_built_tracks(case, points, broken) -> None:
+    """The give-way check term charges what the rule-15 check breaks on the same tracks,
+    a crossing ahead followed by a turn away included, which the passed-ahead term (the target
+    to starboard at the closest approach) does not charge; on the way to a pass astern it
+    charges while the closest approach so far is ahead of the target's beam and pays it back."""
+    from functools import partial
+
+    from marinenav.scenarios.give_way import give_way_check_penalty, passed_ahead_penalty
+
+    total, lowest, check = _along_tracks(points, partial(give_way_check_penalty, weight=5.0))
+    assert check.met and check.astern is (not broken), case
+    assert total[0, 0] == (-5.0 if broken else 0.0) and total[0, 1] == 0.0, case
+    assert lowest[0, 0] == -5.0, case  # charged once on the way, never twice
+    passed, _, _ = _along_tracks(points, partial(passed_ahead_penalty, weight=5.0))
+    assert passed.eq(0).all(), case  # the other term reads the target to port: no charge
+
+
+def _alteration(ahead: int, turn: int, hand: float):
+    """Continuous own-ship actions (left, right thrust change) for step ``s``: full ahead for
+    ``ahead`` steps, a turn (``hand`` 1: to starboard, -1: to port) for ``turn`` steps, the
+    opposite for as many, then hold (the thrusts stay as they are)."""
+
+    def action(s: int) -> tuple[float, float]:
+        if s < ahead:
+            return (1.0, 1.0)
+        if s < ahead + turn:
+            return (-hand, hand)
+        if s < ahead + 2 * turn:
+            return (hand, -hand)
+        return (0.0, 0.0)
+
+    return action
+
+
+@pytest.mark.parametrize("dtype", [F64, torch.float32])
+def test_the_give_way_check_term_sums_to_the_checks_count_whatever_the_own_ship_steers(dtype):
+    """Own ships that gather way, turn either hand by different amounts and hold on (many of
+    them circling back past their targets) through the 22 Imazu cases to their episodes' ends:
+    per case the give-way check term sums to minus the targets the rule-15 check finds passed
+    ahead of, in every steering, with refunds on the way (a closer approach astern overturning
+    an earlier one); the passed-ahead term, which reads every closest approach of the step's
+    motion with the target to starboard there, does not."""
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    refunded, other_term_differs = False, False
+    for ahead, turn, hand in [(0, 2, 1.0), (4, 1, -1.0), (8, 3, 1.0), (12, 2, -1.0)]:
+        action = _alteration(ahead, turn, hand)
+        totals = {}
+        for key in ("give_way_check_penalty", "passed_ahead_penalty"):
+            mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
+                   key: 1.0, "cross_ahead_of": "traffic"}  # fmt: skip
+            sim = MarineNavSimulator.from_scenarios(
+                scenarios, "continuous", dtype=dtype, layout=make_layout("mix", mix),
+                max_episode_steps=60,
+            )  # fmt: skip
+            total = torch.zeros(22, dtype=F64)
+            pos, theta = [sim.state.pos.clone()], [sim.state.theta.clone()]
+            end = torch.full((22,), 62)  # the step on which the own ship's episode ended
+            for step in range(61):
+                actions = torch.zeros(22, 4, 2, dtype=dtype)
+                actions[:, 0] = torch.tensor(action(step), dtype=dtype)
+                r = sim.step(actions)
+                paid = r.reward_terms[:, 0, -1].to(F64)
+                total += paid
+                refunded |= key == "give_way_check_penalty" and bool(paid.gt(0).any())
+                pos.append(sim.state.pos.clone())
+                theta.append(sim.state.theta.clone())
+                end = torch.where(r.done[:, 0] & (end == 62), step + 1, end)
+                if bool(r.env_done.all()):
+                    break
+            totals[key] = -total
+        checked = _checked_passes_ahead(
+            scenarios, torch.stack(pos).to(F64), torch.stack(theta).to(F64), end
+        )
+        assert checked.sum() > 0, (ahead, turn, hand)
+        assert torch.equal(totals["give_way_check_penalty"], checked), (ahead, turn, hand)
+        other_term_differs |= not torch.equal(totals["passed_ahead_penalty"], checked)
+    assert refunded and other_term_differs
+    # the simulator keeps the closest approaches only for rules that read them
+    assert make_layout("mix", {**MIX, "give_way_check_penalty": 1.0}).rules.closest_approach
+    assert not make_layout("mix", {**MIX, "passed_ahead_penalty": 1.0}).rules.closest_approach
+    assert not make_layout("imazu").rules.closest_approach
+    with pytest.raises(ValueError, match="scenario.give_way_check_penalty must be >= 0"):
+        make_layout("mix", {**MIX, "give_way_check_penalty": -1.0})
+
+
 def _boundary_events(own_velocity_before, own_velocity, first_step=False, ends=False):
     """The own ship (heading North) steps from (5, 0) to (7, -1) m, the target (traffic) 10 m
     to the East of its start heads West and stays put: the step's straight motion opens the
@@ -765,3 +895,41 @@ def test_a_mixs_stand_on_turn_term_in_the_simulator() -> None:
     assert totals["starboard"].eq(0).all()
     with pytest.raises(ValueError, match="scenario.stand_on_turn_penalty must be >= 0"):
         make_layout("mix", {**MIX, "stand_on_turn_penalty": -1.0})
+
+
+def test_the_closest_approaches_travel_in_the_simulators_checkpoint() -> None:
+    """A simulator restored mid-episode from ``state_dict`` pays the give-way check term as the
+    one it was taken from (the closest approaches so far are in the checkpoint); a checkpoint
+    written before they were kept still loads (they restart where the vessels are, and the
+    term pays otherwise)."""
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
+           "give_way_check_penalty": 1.0, "cross_ahead_of": "traffic"}  # fmt: skip
+
+    def make():
+        layout = make_layout("mix", mix)
+        return MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+
+    action = _alteration(4, 2, -1.0)
+
+    def actions(step: int) -> torch.Tensor:
+        out = torch.zeros(22, 4, 2, dtype=F64)
+        out[:, 0] = torch.tensor(action(step), dtype=F64)
+        return out
+
+    sim = make()
+    for step in range(20):
+        sim.step(actions(step))
+    state = sim.state_dict()
+    restored, older = make(), make()
+    restored.load_state_dict(state)
+    older.load_state_dict({k: v for k, v in state.items() if k != "closest"})
+    assert torch.equal(restored.closest.distance, sim.closest.distance)
+    torch.testing.assert_close(older.closest.distance, torch.cdist(sim.state.pos, sim.state.pos))
+    paid = {"went on": [], "restored": [], "older": []}
+    for step in range(20, 45):
+        for name, each in (("went on", sim), ("restored", restored), ("older", older)):
+            paid[name].append(each.step(actions(step)).reward_terms[:, 0, -1])
+    went_on, again = torch.stack(paid["went on"]), torch.stack(paid["restored"])
+    assert went_on.ne(0).any() and torch.equal(went_on, again)
+    assert not torch.equal(torch.stack(paid["older"]), went_on)  # the memory matters

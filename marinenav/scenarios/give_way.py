@@ -9,7 +9,9 @@ a vessel that crosses ahead anyway. :func:`cross_ahead_penalty` is that case, pe
 another's course line ahead of it, from its port side to its starboard side;
 :func:`passed_ahead_penalty` reads the pass as the COLREGs check does
 (:mod:`marinenav.encounters`): at the closest approach, ahead of the other's beam with the
-other on the starboard side; :func:`port_turn_penalty` charges the turn the rule-14 and rule-15
+other on the starboard side; :func:`give_way_check_penalty` is the rule-15 check itself, its
+verdict kept step by step (who gives way fixed at the episode's start, the pass read at the
+closest approach so far); :func:`port_turn_penalty` charges the turn the rule-14 and rule-15
 checks read first, a turn to port while such a vessel closes; :func:`give_way_speed_penalty`
 charges the way a vessel makes while it still has to keep out of another's way (the slow
 approach that lets the other pass ahead, rather than the race across its bow);
@@ -28,7 +30,15 @@ import torch
 from torch import Tensor
 
 from marinenav.angles import wrap_to_pi
-from marinenav.encounters import ABAFT_BEAM, ENCOUNTER_RANGE, HEAD_ON_BEARING
+from marinenav.encounters import (
+    ABAFT_BEAM,
+    ENCOUNTER_RANGE,
+    ENCOUNTERS,
+    GIVE_WAY,
+    HEAD_ON_BEARING,
+    classify_pairs,
+)
+from marinenav.sim.approach import ClosestApproach
 from marinenav.sim.constants import VesselRole
 from marinenav.sim.rules import StepEvents
 from marinenav.sim.scenario import Scenario
@@ -225,6 +235,56 @@ def passed_ahead_penalty(
     return passed.sum(dim=2).to(theta.dtype) * -weight
 
 
+def give_way_check_penalty(
+    scenario: Scenario, events: StepEvents, weight: float, against: str = "any"
+) -> Tensor:
+    """``[E, R]``: the rule-15 check (:mod:`marinenav.encounters`, "passed astern") as a reward:
+    over an episode a policy vessel earns ``-weight`` for every vessel the check finds it passed
+    ahead of, and nothing else, whatever it steered.
+
+    The check fixes who gives way once, at the episode's start (:func:`~marinenav.encounters.
+    classify_pairs` on the scenario's start positions, headings and speeds: the other vessel on
+    the own starboard side, not head-on, no overtaking), and reads the pass at the closest
+    approach of the whole track: a give-way encounter is broken when there, within
+    :data:`~marinenav.encounters.ENCOUNTER_RANGE`, the own vessel is not abaft the other's beam
+    (its bearing from the other's bow not in (90, 270) deg). The simulator keeps every pair's
+    closest approach so far (:mod:`marinenav.sim.approach`), so the verdict so far is known
+    after every step; the term pays its change: ``-weight`` on the step on which the closest
+    approach so far becomes such a pass ahead (on the first step, also one that the start
+    already is), ``+weight`` back on the step on which a closer approach abaft the beam (or
+    farther than the range, never) overturns it. The steps' payments sum to ``-weight`` times
+    the broken encounters at the episode's end, as the check counts them from the track.
+
+    Unlike :func:`passed_ahead_penalty`, a vessel that crosses ahead of a give-way target and
+    turns away (the target on its port side at the closest approach) is charged, a stand-on or
+    head-on target passed ahead of its beam is not, and an approach that a later, closer one
+    supersedes (a ship circling back) costs nothing in the end. ``against`` as in
+    :func:`cross_ahead_penalty`; needs ``events.closest_before``, ``events.closest`` and
+    ``events.first_step`` (the simulator gives the first two to layouts whose rules say
+    ``LayoutRules(closest_approach=True)``, as the mix's do with this term on).
+    """
+    if events.closest_before is None or events.closest is None or events.first_step is None:
+        raise ValueError(
+            "give_way_check_penalty needs events.closest_before, events.closest and "
+            "events.first_step (a layout using it gives LayoutRules(closest_approach=True))"
+        )
+    pairs = _pairs(scenario, events, against)
+    speed = torch.linalg.vector_norm(scenario.init_velocity_r[..., :2], dim=-1)
+    encounter = classify_pairs(scenario.start, scenario.init_theta, speed)  # [E, i, j]
+    gives_way = (encounter == ENCOUNTERS.index(GIVE_WAY)) & pairs
+
+    def broken(closest: ClosestApproach) -> Tensor:
+        """``[E, i, j]``: vessel ``i`` passed ahead of give-way target ``j`` so far."""
+        seen_from_target = closest.bearing.transpose(1, 2)  # vessel i from vessel j's bow, deg
+        astern = (seen_from_target > 90.0) & (seen_from_target < 270.0)
+        met = closest.distance <= ENCOUNTER_RANGE
+        return gives_way & met & ~astern
+
+    before = broken(events.closest_before) & ~events.first_step.view(-1, 1, 1)
+    change = broken(events.closest).sum(dim=2) - before.sum(dim=2)  # [E, R]
+    return change.to(events.theta.dtype) * -weight
+
+
 def port_turn_penalty(
     scenario: Scenario, events: StepEvents, weight: float, against: str = "any"
 ) -> Tensor:
@@ -332,6 +392,7 @@ __all__ = [
     "AGAINST",
     "bow_crossing_penalty",
     "cross_ahead_penalty",
+    "give_way_check_penalty",
     "give_way_speed_penalty",
     "passed_ahead_penalty",
     "port_turn_penalty",

@@ -10,13 +10,15 @@ remembers its part (``Scenario.layout_part``), and a part's own rules (reward te
 conditions) apply to its episodes only. The curriculum clock reaches every part, so a
 ``random`` part keeps its stages.
 
-Six rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
+Seven rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
 give-way term of :mod:`marinenav.scenarios.give_way` per step, ``bow_crossing_penalty``, its
 event (once, on the step a vessel crosses the bow of one it must keep out of the way of, less
 than ``bow_crossing_range`` m from it), ``passed_ahead_penalty``, the pass the COLREGs
 check reads (once, at the closest approach, ahead of the other's beam with the other to
 starboard, within 20 m; with ``passed_ahead_at_boundaries`` also one between two steps or at
-the episode's start or end), ``port_turn_penalty``, per radian turned to port while a vessel
+the episode's start or end), ``give_way_check_penalty``, the rule-15 check itself (its
+verdict so far paid as it changes, summing over an episode to the broken give-way encounters the
+check counts), ``port_turn_penalty``, per radian turned to port while a vessel
 ahead or to starboard closes within 20 m, ``give_way_speed_penalty``, per metre made good
 while a vessel to starboard that it has not yet passed astern of closes within 20 m, and
 ``stand_on_turn_penalty``, per radian turned to port while a vessel that must keep out of its
@@ -44,6 +46,7 @@ from marinenav.scenarios.give_way import (
     AGAINST,
     bow_crossing_penalty,
     cross_ahead_penalty,
+    give_way_check_penalty,
     give_way_speed_penalty,
     passed_ahead_penalty,
     port_turn_penalty,
@@ -58,6 +61,7 @@ RULES_OF_THE_MIX = {
     "cross_ahead_penalty": ("cross_ahead", cross_ahead_penalty),
     "bow_crossing_penalty": ("bow_crossing", bow_crossing_penalty),
     "passed_ahead_penalty": ("passed_ahead", passed_ahead_penalty),
+    "give_way_check_penalty": ("give_way_check", give_way_check_penalty),
     "port_turn_penalty": ("port_turn", port_turn_penalty),
     "give_way_speed_penalty": ("give_way_speed", give_way_speed_penalty),
     "stand_on_turn_penalty": ("stand_on_turn", stand_on_turn_penalty),
@@ -83,6 +87,10 @@ class MixConfig:
     # ... read at every closest approach the check reads: also one on the boundary between two
     # steps or at the episode's start or end (give_way.passed_ahead_penalty, at_boundaries)
     passed_ahead_at_boundaries: bool = False
+    # ... the rule-15 check itself: in sum over an episode -weight per vessel the check finds
+    # passed ahead of (who gives way fixed at the start, the pass read at the closest approach
+    # of the episode), paid as its verdict so far changes (give_way.give_way_check_penalty)
+    give_way_check_penalty: float = 0.0
     # ... and per radian turned to port on a step while a vessel ahead or to starboard closes
     # within 20 m (give_way.port_turn_penalty: the first alteration the checks read)
     port_turn_penalty: float = 0.0
@@ -189,7 +197,10 @@ class MixLayout(ScenarioLayout):
                 terms[term] = partial(
                     rule, weight=weight, against=c.cross_ahead_of, **options.get(key, {})
                 )
-        return LayoutRules(reward_terms=terms, end_conditions=ends)
+        reads_closest = c.give_way_check_penalty > 0 or any(
+            layout.rules.closest_approach for layout in self.layouts
+        )
+        return LayoutRules(reward_terms=terms, end_conditions=ends, closest_approach=reads_closest)
 
     def radius_noise_kappas(self, base: Scenario) -> Tensor:
         return torch.cat([layout.radius_noise_kappas(base).reshape(-1) for layout in self.layouts])

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from marinenav.sim.approach import ClosestApproach
 from marinenav.sim.constants import InfoState, VesselRole
 from marinenav.sim.scenario import Scenario
 
@@ -70,6 +71,10 @@ class StepEvents:
     velocity: torch.Tensor | None = None
     velocity_before: torch.Tensor | None = None
     first_step: torch.Tensor | None = None
+    # every pair's closest approach so far in the episode (sim.approach, [E, i, j] each: the
+    # COLREGs checks' reading of the tracks), before the step and with the step's positions
+    closest_before: ClosestApproach | None = None
+    closest: ClosestApproach | None = None
 
 
 @dataclass
@@ -98,6 +103,10 @@ class LayoutRules:
 
     reward_terms: dict[str, RewardTerm] = field(default_factory=dict)
     end_conditions: dict[str, EndCondition] = field(default_factory=dict)
+    # whether a rule reads every pair's closest approach so far (StepEvents.closest_before,
+    # .closest): the simulator keeps them only then (sim.approach; a cost per step otherwise
+    # spent for nothing)
+    closest_approach: bool = False
 
     @property
     def term_names(self) -> tuple[str, ...]:

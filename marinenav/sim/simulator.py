@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from marinenav.keys import check_seed, device_named
+from marinenav.sim.approach import ClosestApproach, approach_now, closer
 from marinenav.sim.colregs import colregs_turn
 from marinenav.sim.constants import (
     CONTINUOUS_THRUST_RATE,
@@ -227,6 +228,9 @@ class MarineNavSimulator:
         self.deactivated = zeros(R, kind=torch.bool)
         self.apply_colregs = zeros(R, kind=torch.bool)
         self.waypoint = zeros(R, kind=torch.int64)  # the waypoint each route vessel steers for
+        # every pair's closest approach so far in the episode (sim.approach; the checks' own),
+        # kept where a rule reads it (LayoutRules.closest_approach)
+        self.closest = ClosestApproach(distance=zeros(R, R), bearing=zeros(R, R))
         self.episode_steps = zeros(kind=torch.int64)
         # Curriculum clock: environment steps summed over the batch (E per batched step).
         self.curriculum_step = torch.zeros((), dtype=torch.int64, device=self.device)
@@ -440,6 +444,10 @@ class MarineNavSimulator:
         for flag in (self.collision, self.reach_goal, self.deactivated, self.apply_colregs):
             flag.masked_fill_(env2, False)
         self.waypoint.masked_fill_(env2, 0)
+        if self.rules.closest_approach:
+            start = approach_now(s.start, s.init_theta)
+            for kept, now in zip(self.closest, start, strict=True):
+                torch.where(env3, now, kept, out=kept)
         self.episode_steps.masked_fill_(mask, 0)
         if ids is None:
             self._observe(mask=mask)
@@ -464,6 +472,9 @@ class MarineNavSimulator:
             getattr(st, name).copy_(new[name])
         for name in ("collision", "reach_goal", "deactivated", "apply_colregs", "waypoint"):
             getattr(self, name).copy_(new[name])
+        if self.rules.closest_approach:
+            for kept, now in zip(self.closest, new["closest"], strict=True):
+                kept.copy_(now)
         self.observation = Observation(
             self_state=new["self_state"], objects=new["objects"], objects_mask=new["objects_mask"]
         )
@@ -535,6 +546,9 @@ class MarineNavSimulator:
             velocity_before=st.velocity[..., :2],
             first_step=self.episode_steps == 0,
         )
+        if self.rules.closest_approach:  # a host flag of the layout: fixed for the graph
+            events.closest_before = self.closest
+            events.closest = closer(self.closest, approach_now(state.pos, state.theta))
         # a layout's end condition ends a robot's episode as a collision does (sim.rules)
         failures = self.rules.failures(s, events) & active.unsqueeze(-1)
         if failures.shape[-1]:
@@ -550,6 +564,7 @@ class MarineNavSimulator:
             "collision": events.collision, "reach_goal": events.reach_goal,
             "deactivated": end.deactivated, "apply_colregs": events.apply_colregs,
             "waypoint": waypoint, "failures": failures,
+            "closest": events.closest,
             "self_state": obs.self_state, "objects": obs.objects,
             "objects_mask": obs.objects_mask,
             "reward": reward, "reward_terms": terms, "done": end.done,
@@ -572,6 +587,7 @@ class MarineNavSimulator:
                 name: getattr(self, name).clone()
                 for name in ("collision", "reach_goal", "deactivated", "apply_colregs", "waypoint")
             },
+            "closest": {name: kept.clone() for name, kept in self.closest._asdict().items()},
             "episode_steps": self.episode_steps.clone(),
             "curriculum_step": self.curriculum_step.clone(),
             "observation": {
@@ -596,6 +612,11 @@ class MarineNavSimulator:
             getattr(self.state, name).copy_(value)
         for name, value in state["flags"].items():
             getattr(self, name).copy_(value)
+        # a checkpoint written before the closest approaches were kept lacks them: they start
+        # where the vessels are (the rest of those episodes reads no earlier approach)
+        kept = state.get("closest") or approach_now(self.state.pos, self.state.theta)._asdict()
+        for name, value in kept.items():
+            getattr(self.closest, name).copy_(value)
         self._cover_kappas()
         self.episode_steps.copy_(state["episode_steps"])
         self.curriculum_step.copy_(state["curriculum_step"])
