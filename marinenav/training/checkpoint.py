@@ -33,9 +33,10 @@ from marinenav.files import FileWriteError, atomic_path, describe
 from marinenav.keys import device_named
 from marinenav.training.averaging import AVERAGE_KEY, averaged_network_state
 from marinenav.training.factory import build_agent
+from marinenav.training.rundir import CHECKPOINT_NAME
+from marinenav.training.seeds import seed_job_hint
 from marinenav.training.updater import Updater
 
-CHECKPOINT_NAME = "checkpoint.pt"
 BEST_DIR = "best"  # the agent of the best evaluation so far, beside the last checkpoint
 EVALUATED_DIR = "evaluated"  # evaluated/<timestep>/: every evaluated agent (keep_evaluated)
 
@@ -116,8 +117,6 @@ def refuse_snapshot(path: str | Path, state: dict[str, Any]) -> None:
 
 def checkpoint_path(path: str | Path) -> Path:
     """The checkpoint file of a run directory (or the file itself); raises if missing."""
-    from marinenav.training.seeds import seed_job_hint  # imports this module
-
     path = Path(path)
     hint = ""
     if path.is_dir():

@@ -29,10 +29,11 @@ from marinenav.files import append_line
 from marinenav.training.validation import ConfigError
 
 LOCK_NAME = "run.lock"
+CHECKPOINT_NAME = "checkpoint.pt"  # the run's latest state (training/checkpoint.py)
 RESUMES_NAME = "resumes.jsonl"  # one record per resume: when, from which timestep, what changed
 # what a trainer writes into its run directory: replaced as a whole by overwrite=true
 RUN_OUTPUTS = (
-    "checkpoint.pt", "checkpoint.pt.tmp", "best", "evaluated", "logs", "mlruns",
+    CHECKPOINT_NAME, f"{CHECKPOINT_NAME}.tmp", "best", "evaluated", "logs", "mlruns",
     "evaluations.jsonl", "eval_configs.json", RESUMES_NAME, "evaluation_large.json",
 )  # fmt: skip
 # keys a resumed run may change: its budget, when it evaluates, checkpoints and logs, and where
@@ -169,7 +170,7 @@ def check_fresh_start(run_dir: Path, overwrite: bool) -> None:
     """A run that does not resume may start in ``run_dir`` only when no earlier run left a
     checkpoint there, or when the user asked to replace it (``overwrite=true``: the earlier
     run's outputs are removed first, so nothing of it mixes with the new run's)."""
-    checkpoint = run_dir / "checkpoint.pt"
+    checkpoint = run_dir / CHECKPOINT_NAME
     if not checkpoint.is_file():
         return
     if not overwrite:
