@@ -66,7 +66,7 @@ def main() -> None:
     policy.set_seed(cases.noise_seed)
     mixed = Evaluator(cases.replace(layout=mix), policy.action_kind, 0.99)
     metrics = mixed.run(policy, tracks=True, observe=observe)
-    steps_charged = torch.stack(charges)  # [T, E]
+    steps_charged = torch.stack(charges[1:])  # [T, E]: step k + 1 in row k (the reset's first)
     if not torch.equal(plain["tracks"]["pos"], metrics["tracks"]["pos"]):
         raise SystemExit("the two runs' tracks differ: the replay is not the evaluation's")
     records = encounter_records(list(cases.scenarios), metrics["tracks"],
