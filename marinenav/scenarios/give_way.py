@@ -242,18 +242,18 @@ def give_way_check_penalty(
     over an episode a policy vessel earns ``-weight`` for every vessel the check finds it passed
     ahead of, and nothing else, whatever it steered.
 
-    The check fixes who gives way once, at the episode's start (:func:`~marinenav.encounters.
-    classify_pairs` on the scenario's start positions, headings and speeds: the other vessel on
-    the own starboard side, not head-on, no overtaking), and reads the pass at the closest
-    approach of the whole track: a give-way encounter is broken when there, within
-    :data:`~marinenav.encounters.ENCOUNTER_RANGE`, the own vessel is not abaft the other's beam
-    (its bearing from the other's bow not in (90, 270) deg). The simulator keeps every pair's
-    closest approach so far (:mod:`marinenav.sim.approach`), so the verdict so far is known
-    after every step; the term pays its change: ``-weight`` on the step on which the closest
-    approach so far becomes such a pass ahead (on the first step, also one that the start
-    already is), ``+weight`` back on the step on which a closer approach abaft the beam (or
-    farther than the range, never) overturns it. The steps' payments sum to ``-weight`` times
-    the broken encounters at the episode's end, as the check counts them from the track.
+    The check fixes who gives way once, at the episode's start
+    (:func:`~marinenav.encounters.classify_pairs` on the scenario's start positions, headings and
+    speeds: the other vessel on the own starboard side, not head-on, no overtaking), and reads
+    the pass at the closest approach of the whole track: a give-way encounter is broken when
+    there, within :data:`~marinenav.encounters.ENCOUNTER_RANGE`, the own vessel is not abaft the
+    other's beam (its bearing from the other's bow not in (90, 270) deg). The simulator keeps
+    every pair's closest approach so far (:mod:`marinenav.sim.approach`), so the verdict so far
+    is known after every step; the term pays its change: ``-weight`` on the step on which the
+    closest approach so far becomes such a pass ahead (on the first step, also one that the
+    start already is), ``+weight`` back on the step on which a closer approach abaft the beam
+    overturns it. The steps' payments sum to ``-weight`` times the broken encounters at the
+    episode's end, as the check counts them from the track.
 
     Unlike :func:`passed_ahead_penalty`, a vessel that crosses ahead of a give-way target and
     turns away (the target on its port side at the closest approach) is charged, a stand-on or
