@@ -573,6 +573,18 @@ def _alteration(ahead: int, turn: int, hand: float):
     return action
 
 
+def _own_ship_steers(action, dtype):
+    """``step -> [22, 4, 2]`` actions: the own ship (slot 0) steered by ``action(step)``, the
+    other slots' (traffic, which ignores them) 0."""
+
+    def actions(step: int) -> torch.Tensor:
+        out = torch.zeros(22, 4, 2, dtype=dtype)
+        out[:, 0] = torch.tensor(action(step), dtype=dtype)
+        return out
+
+    return actions
+
+
 @pytest.mark.parametrize("dtype", [F64, torch.float32])
 def test_the_give_way_check_term_sums_to_the_checks_count_whatever_the_own_ship_steers(dtype):
     """Own ships that gather way, turn either hand by different amounts and hold on (many of
@@ -584,34 +596,16 @@ def test_the_give_way_check_term_sums_to_the_checks_count_whatever_the_own_ship_
     scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
     refunded, other_term_differs = False, False
     for ahead, turn, hand in [(0, 2, 1.0), (4, 1, -1.0), (8, 3, 1.0), (12, 2, -1.0)]:
-        action = _alteration(ahead, turn, hand)
+        actions = _own_ship_steers(_alteration(ahead, turn, hand), dtype)
         totals = {}
         for key in ("give_way_check_penalty", "passed_ahead_penalty"):
             mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
                    key: 1.0, "cross_ahead_of": "traffic"}  # fmt: skip
-            sim = MarineNavSimulator.from_scenarios(
-                scenarios, "continuous", dtype=dtype, layout=make_layout("mix", mix),
-                max_episode_steps=60,
-            )  # fmt: skip
-            total = torch.zeros(22, dtype=F64)
-            pos, theta = [sim.state.pos.clone()], [sim.state.theta.clone()]
-            end = torch.full((22,), 62)  # the step on which the own ship's episode ended
-            for step in range(61):
-                actions = torch.zeros(22, 4, 2, dtype=dtype)
-                actions[:, 0] = torch.tensor(action(step), dtype=dtype)
-                r = sim.step(actions)
-                paid = r.reward_terms[:, 0, -1].to(F64)
-                total += paid
-                refunded |= key == "give_way_check_penalty" and bool(paid.gt(0).any())
-                pos.append(sim.state.pos.clone())
-                theta.append(sim.state.theta.clone())
-                end = torch.where(r.done[:, 0] & (end == 62), step + 1, end)
-                if bool(r.env_done.all()):
-                    break
-            totals[key] = -total
-        checked = _checked_passes_ahead(
-            scenarios, torch.stack(pos).to(F64), torch.stack(theta).to(F64), end
-        )
+            run = _imazu_to_the_end(scenarios, mix, actions, dtype)
+            totals[key] = run["charged"]
+            refunded |= key == "give_way_check_penalty" and run["refunded"]
+        pos, theta, end = run["pos"], run["theta"], run["end"]
+        checked = _checked_passes_ahead(scenarios, pos, theta, end)
         assert checked.sum() > 0, (ahead, turn, hand)
         assert torch.equal(totals["give_way_check_penalty"], checked), (ahead, turn, hand)
         other_term_differs |= not torch.equal(totals["passed_ahead_penalty"], checked)
@@ -622,6 +616,33 @@ def test_the_give_way_check_term_sums_to_the_checks_count_whatever_the_own_ship_
     assert not make_layout("imazu").rules.closest_approach
     with pytest.raises(ValueError, match="scenario.give_way_check_penalty must be >= 0"):
         make_layout("mix", {**MIX, "give_way_check_penalty": -1.0})
+
+
+def _imazu_to_the_end(scenarios, mix: dict, actions, dtype=F64) -> dict:
+    """The 22 Imazu cases under the mixed layout ``mix`` (its last term the one watched), every
+    vessel given ``actions(step)`` (traffic ignores it), to every episode's end (goal, collision
+    or a step limit of 60): ``charged`` ``[22]`` minus the own ship's sum of the term,
+    ``refunded`` whether it ever paid back, the tracks ``pos [T, 22, R, 2]``, ``theta [T, 22,
+    R]`` (float64) and ``end`` ``[22]``, the step on which each own ship's episode ended."""
+    sim = MarineNavSimulator.from_scenarios(
+        scenarios, "continuous", dtype=dtype, layout=make_layout("mix", mix),
+        max_episode_steps=60,
+    )  # fmt: skip
+    total, refunded = torch.zeros(22, dtype=F64), False
+    pos, theta = [sim.state.pos.clone()], [sim.state.theta.clone()]
+    end = torch.full((22,), 62)
+    for step in range(61):
+        r = sim.step(actions(step))
+        paid = r.reward_terms[:, 0, -1].to(F64)
+        total += paid
+        refunded |= bool(paid.gt(0).any())
+        pos.append(sim.state.pos.clone())
+        theta.append(sim.state.theta.clone())
+        end = torch.where(r.done[:, 0] & (end == 62), step + 1, end)
+        if bool(r.env_done.all()):
+            break
+    return {"charged": -total, "refunded": refunded, "pos": torch.stack(pos).to(F64),
+            "theta": torch.stack(theta).to(F64), "end": end}  # fmt: skip
 
 
 def _boundary_events(own_velocity_before, own_velocity, first_step=False, ends=False):
@@ -701,24 +722,12 @@ def test_the_passed_ahead_event_at_boundaries_agrees_with_the_colregs_check(
         mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
                "passed_ahead_penalty": 1.0, "cross_ahead_of": "traffic",
                "passed_ahead_at_boundaries": at_boundaries}  # fmt: skip
-        sim = MarineNavSimulator.from_scenarios(
-            scenarios, "continuous", dtype=F64, layout=make_layout("mix", mix),
-            max_episode_steps=60,
-        )  # fmt: skip
-        total = torch.zeros(22, dtype=F64)
-        pos, theta = [sim.state.pos.clone()], [sim.state.theta.clone()]
-        end = torch.full((22,), 62)  # the step on which the own ship's episode ended
-        for step in range(61):
-            r = sim.step(torch.full((22, 4, 2), throttle[policy](step), dtype=F64))
-            total += r.reward_terms[:, 0, -1]
-            pos.append(sim.state.pos.clone())
-            theta.append(sim.state.theta.clone())
-            end = torch.where(r.done[:, 0] & (end == 62), step + 1, end)
-            if bool(r.env_done.all()):
-                break
-        counted[at_boundaries] = -total
+        run = _imazu_to_the_end(
+            scenarios, mix, lambda step: torch.full((22, 4, 2), throttle[policy](step), dtype=F64)
+        )
+        counted[at_boundaries] = run["charged"]
+    pos, theta, end = run["pos"], run["theta"], run["end"]
     assert int(end.max()) <= 61  # every episode ended, at the latest at the step limit
-    pos, theta = torch.stack(pos), torch.stack(theta)
     passed_ahead = _checked_passes_ahead(scenarios, pos, theta, end)
     assert torch.equal(counted[True], passed_ahead)
     assert int(passed_ahead.sum() - counted[False].sum()) == missed_by_default
@@ -910,13 +919,7 @@ def test_the_closest_approaches_travel_in_the_simulators_checkpoint() -> None:
         layout = make_layout("mix", mix)
         return MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
 
-    action = _alteration(4, 2, -1.0)
-
-    def actions(step: int) -> torch.Tensor:
-        out = torch.zeros(22, 4, 2, dtype=F64)
-        out[:, 0] = torch.tensor(action(step), dtype=F64)
-        return out
-
+    actions = _own_ship_steers(_alteration(4, 2, -1.0), F64)
     sim = make()
     for step in range(20):
         sim.step(actions(step))
