@@ -253,16 +253,17 @@ def test_cudagraph_update_equals_eager(name: str, compile: bool) -> None:
 @needs_cxx
 @pytest.mark.slow  # a second compile of the step (about 40 s on the 2-core machine)
 def test_compiled_step_keeps_the_closest_approaches_as_eager() -> None:
-    """A layout whose rules read the closest approaches (the mix's give-way check term, on the
-    Imazu encounters): the compiled step keeps them and pays the term as the eager one does,
-    in one graph."""
+    """A layout whose rules read the closest approaches (the mix's give-way check term, who
+    gives way fixed where met, on the Imazu encounters): the compiled step keeps them, the
+    encounters included, and pays the term as the eager one does, in one graph."""
     from marinenav.scenarios import make_layout
 
     torch._dynamo.reset()
     counters.clear()
     scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
     mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
-           "give_way_check_penalty": 1.0, "cross_ahead_of": "traffic"}  # fmt: skip
+           "give_way_check_penalty": 1.0, "give_way_check_from": "in_range",
+           "cross_ahead_of": "traffic"}  # fmt: skip
     eager, compiled = (
         MarineNavSimulator.from_scenarios(
             scenarios, "discrete", dtype=torch.float64, layout=make_layout("mix", mix),
@@ -283,5 +284,6 @@ def test_compiled_step_keeps_the_closest_approaches_as_eager() -> None:
             torch.testing.assert_close(
                 getattr(compiled.closest, name), getattr(eager.closest, name), rtol=0, atol=1e-9
             )
+        assert torch.equal(compiled.closest.encounter, eager.closest.encounter)
     assert paid.ne(0).any() and counters["stats"]["unique_graphs"] == 1
     assert not counters["graph_break"]

@@ -512,14 +512,16 @@ def _along_tracks(points, term, steps=61):
     scenario.start.copy_(pos[0])
     scenario.init_theta.copy_(theta[0])
     scenario.init_velocity_r[0, :, 0] = torch.tensor([1.0, 0.0], dtype=F64)  # m/s, North
-    kept, total = approach_now(pos[0], theta[0]), torch.zeros(1, 2, dtype=F64)
+    made_good = torch.linalg.vector_norm(pos[1:] - pos[:-1], dim=-1)  # [T - 1, 1, 2] m a step
+    speed = torch.cat([made_good[:1], made_good])  # [T, 1, 2], the first leg's at the start
+    kept, total = approach_now(pos[0], theta[0], speed[0]), torch.zeros(1, 2, dtype=F64)
     lowest = total.clone()
     for t in range(1, steps):
         events.pos_before, events.pos = pos[t - 1], pos[t]
         events.theta_before, events.theta = theta[t - 1], theta[t]
         events.first_step = torch.tensor([t == 1])
         events.closest_before = kept
-        events.closest = kept = closer(kept, approach_now(pos[t], theta[t]))
+        events.closest = kept = closer(kept, approach_now(pos[t], theta[t], speed[t]))
         total += term(scenario, events)
         lowest = torch.minimum(lowest, total)
     check = check_target(own, own_heading, target, target_heading, 2.0, GIVE_WAY)
@@ -554,6 +556,60 @@ def test_the_give_way_check_term_on_hand_built_tracks(case, points, broken) -> N
     assert lowest[0, 0] == -5.0, case  # charged once on the way, never twice
     passed, _, _ = _along_tracks(points, partial(passed_ahead_penalty, weight=5.0))
     assert passed.eq(0).all(), case  # the other term reads the target to port: no charge
+
+
+@pytest.mark.parametrize(
+    ("case", "points", "charged_from_start", "charged_in_range"),
+    [
+        # the own ship heads away North-West (315) at 0.7 m a step with the target (1 m a step)
+        # abeam to starboard: a give-way crossing at the start; the target comes up from abaft
+        # its beam and is within 20 m at step 35, overtaking it; at the closest approach (8.6 m,
+        # the last step) the own ship is still ahead of the target's beam
+        ("ran before a target that came up astern", [(0.0, 0.0), (21.0, -21.0), (35.0, -37.0)],
+         True, False),
+        # heading East (84) the target is on the port side at the start (stand on); the own ship
+        # turns to port (285) and meets it within 20 m at step 53 on its starboard side (give
+        # way), passing ahead of it (18 m, the last step)
+        ("turned to port into a give-way crossing", [(0.0, 0.0), (1.0, 9.0), (13.0, -36.0)],
+         False, True),
+    ],
+)  # fmt: skip
+def test_the_give_way_check_term_fixes_who_gives_way_at_the_start_or_where_met(
+    case, points, charged_from_start, charged_in_range
+) -> None:
+    """By default the term fixes who gives way at the episode's start, as the check; with
+    ``give_way_from="in_range"`` where the two first came within 20 m: a ship that a give-way
+    target overtakes is not charged, one that turned into a give-way crossing is."""
+    from functools import partial
+
+    from marinenav.scenarios.give_way import give_way_check_penalty
+
+    for give_way_from, charged in (("start", charged_from_start), ("in_range", charged_in_range)):
+        term = partial(give_way_check_penalty, weight=5.0, give_way_from=give_way_from)
+        total, _, check = _along_tracks(points, term)
+        assert total[0, 0] == (-5.0 if charged else 0.0), (case, give_way_from)
+    assert check.met and check.astern is False  # the check reads a pass ahead in both
+    with pytest.raises(ValueError, match="give_way_from must be one of"):
+        give_way_check_penalty(*_two_vessels(0.0, (30.0, 30.0), -1.5708), 1.0, "any", "met")
+    with pytest.raises(ValueError, match="scenario.give_way_check_from must be one of"):
+        make_layout("mix", {**MIX, "give_way_check_from": "met"})
+
+
+def test_where_ships_hold_their_courses_until_they_meet_both_readings_are_the_checks() -> None:
+    """Own ships that hold their courses at full ahead through the 22 Imazu cases meet every
+    target as it started: the give-way check term charges the check's count per case whether it
+    fixes who gives way at the start or where the two first came within 20 m."""
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    charged = {}
+    for give_way_from in ("start", "in_range"):
+        mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
+               "give_way_check_penalty": 1.0, "give_way_check_from": give_way_from,
+               "cross_ahead_of": "traffic"}  # fmt: skip
+        run = _imazu_to_the_end(scenarios, mix, lambda step: torch.ones(22, 4, 2, dtype=F64))
+        charged[give_way_from] = run["charged"]
+    checked = _checked_passes_ahead(scenarios, run["pos"], run["theta"], run["end"])
+    assert checked.sum() > 0
+    assert torch.equal(charged["start"], checked) and torch.equal(charged["in_range"], checked)
 
 
 def _alteration(ahead: int, turn: int, hand: float):

@@ -44,6 +44,9 @@ from marinenav.sim.rules import StepEvents
 from marinenav.sim.scenario import Scenario
 
 AGAINST = ("traffic", "any")  # which vessels the term protects
+# where give_way_check_penalty fixes who gives way: at the episode's start (as the COLREGs
+# checks do), or where the two vessels first come within the encounter range
+GIVE_WAY_FROM = ("start", "in_range")
 
 
 def _pairs(scenario: Scenario, events: StepEvents, against: str) -> Tensor:
@@ -236,7 +239,11 @@ def passed_ahead_penalty(
 
 
 def give_way_check_penalty(
-    scenario: Scenario, events: StepEvents, weight: float, against: str = "any"
+    scenario: Scenario,
+    events: StepEvents,
+    weight: float,
+    against: str = "any",
+    give_way_from: str = "start",
 ) -> Tensor:
     """``[E, R]``: the rule-15 check (:mod:`marinenav.encounters`, "passed astern") as a reward:
     over an episode a policy vessel earns ``-weight`` for every vessel the check finds it passed
@@ -258,19 +265,33 @@ def give_way_check_penalty(
     Unlike :func:`passed_ahead_penalty`, a vessel that crosses ahead of a give-way target and
     turns away (the target on its port side at the closest approach) is charged, a stand-on or
     head-on target passed ahead of its beam is not, and an approach that a later, closer one
-    supersedes (a ship circling back) costs nothing in the end. ``against`` as in
-    :func:`cross_ahead_penalty`; needs ``events.closest_before``, ``events.closest`` and
-    ``events.first_step`` (the simulator gives the first two to layouts whose rules say
-    ``LayoutRules(closest_approach=True)``, as the mix's do with this term on).
+    supersedes (a ship circling back) costs nothing in the end.
+
+    ``give_way_from="in_range"`` fixes who gives way where the two vessels first came within
+    the range instead (``events.closest.encounter``, :mod:`marinenav.sim.approach`): where
+    vessels start anywhere, the start's geometry says little about the meeting, and the policy
+    sees a vessel only within that range. In an encounter set whose ships hold their courses
+    until then it is the check's reading. ``against`` as in :func:`cross_ahead_penalty`; needs
+    ``events.closest_before``, ``events.closest`` and ``events.first_step`` (the simulator gives
+    the first two to layouts whose rules say ``LayoutRules(closest_approach=True)``, as the
+    mix's do with this term on).
     """
+    if give_way_from not in GIVE_WAY_FROM:
+        raise ValueError(
+            f"give_way_check_penalty's give_way_from must be one of {GIVE_WAY_FROM}, "
+            f"got {give_way_from!r}"
+        )
     if events.closest_before is None or events.closest is None or events.first_step is None:
         raise ValueError(
             "give_way_check_penalty needs events.closest_before, events.closest and "
             "events.first_step (a layout using it gives LayoutRules(closest_approach=True))"
         )
     pairs = _pairs(scenario, events, against)
-    speed = torch.linalg.vector_norm(scenario.init_velocity_r[..., :2], dim=-1)
-    encounter = classify_pairs(scenario.start, scenario.init_theta, speed)  # [E, i, j]
+    if give_way_from == "start":
+        speed = torch.linalg.vector_norm(scenario.init_velocity_r[..., :2], dim=-1)
+        encounter = classify_pairs(scenario.start, scenario.init_theta, speed)  # [E, i, j]
+    else:  # fixed once met, and no pair is judged before it meets: one mask for both sides
+        encounter = events.closest.encounter
     gives_way = (encounter == ENCOUNTERS.index(GIVE_WAY)) & pairs
 
     def broken(closest: ClosestApproach) -> Tensor:
@@ -390,6 +411,7 @@ def cross_ahead_penalty(
 
 __all__ = [
     "AGAINST",
+    "GIVE_WAY_FROM",
     "bow_crossing_penalty",
     "cross_ahead_penalty",
     "give_way_check_penalty",

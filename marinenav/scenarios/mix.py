@@ -18,8 +18,9 @@ check reads (once, at the closest approach, ahead of the other's beam with the o
 starboard, within 20 m; with ``passed_ahead_at_boundaries`` also one between two steps or at
 the episode's start or end), ``give_way_check_penalty``, the rule-15 check itself (its
 verdict so far paid as it changes, summing over an episode to the broken give-way encounters the
-check counts), ``port_turn_penalty``, per radian turned to port while a vessel
-ahead or to starboard closes within 20 m, ``give_way_speed_penalty``, per metre made good
+check counts; ``give_way_check_from=in_range`` fixes who gives way where the two first came
+within 20 m instead of at the start), ``port_turn_penalty``, per radian turned to port while a
+vessel ahead or to starboard closes within 20 m, ``give_way_speed_penalty``, per metre made good
 while a vessel to starboard that it has not yet passed astern of closes within 20 m, and
 ``stand_on_turn_penalty``, per radian turned to port while a vessel that must keep out of its
 way closes within 20 m (the stand-on vessel's side of the crossing, rule 17); all
@@ -44,6 +45,7 @@ from torch import Tensor
 from marinenav.scenarios.base import ScenarioLayout, make_layout, register_layout
 from marinenav.scenarios.give_way import (
     AGAINST,
+    GIVE_WAY_FROM,
     bow_crossing_penalty,
     cross_ahead_penalty,
     give_way_check_penalty,
@@ -91,6 +93,9 @@ class MixConfig:
     # passed ahead of (who gives way fixed at the start, the pass read at the closest approach
     # of the episode), paid as its verdict so far changes (give_way.give_way_check_penalty)
     give_way_check_penalty: float = 0.0
+    # ... who gives way fixed at the episode's start ("start", the check's) or where the two
+    # first came within 20 m ("in_range"; give_way.give_way_check_penalty, give_way_from)
+    give_way_check_from: str = "start"
     # ... and per radian turned to port on a step while a vessel ahead or to starboard closes
     # within 20 m (give_way.port_turn_penalty: the first alteration the checks read)
     port_turn_penalty: float = 0.0
@@ -163,6 +168,11 @@ class MixLayout(ScenarioLayout):
             raise ValueError(
                 f"scenario.passed_ahead_at_boundaries must be true or false: {at_boundaries!r}"
             )
+        if c.give_way_check_from not in GIVE_WAY_FROM:
+            raise ValueError(
+                f"scenario.give_way_check_from must be one of {GIVE_WAY_FROM}, "
+                f"got {c.give_way_check_from!r}"
+            )
         if c.cross_ahead_of not in AGAINST:
             raise ValueError(
                 f"scenario.cross_ahead_of must be one of {AGAINST}, got {c.cross_ahead_of!r}"
@@ -190,6 +200,7 @@ class MixLayout(ScenarioLayout):
         options = {
             "bow_crossing_penalty": {"within": float(c.bow_crossing_range)},
             "passed_ahead_penalty": {"at_boundaries": c.passed_ahead_at_boundaries},
+            "give_way_check_penalty": {"give_way_from": c.give_way_check_from},
         }
         for key, (term, rule) in RULES_OF_THE_MIX.items():
             weight = getattr(c, key)

@@ -230,7 +230,9 @@ class MarineNavSimulator:
         self.waypoint = zeros(R, kind=torch.int64)  # the waypoint each route vessel steers for
         # every pair's closest approach so far in the episode (sim.approach; the checks' own),
         # kept where a rule reads it (LayoutRules.closest_approach)
-        self.closest = ClosestApproach(distance=zeros(R, R), bearing=zeros(R, R))
+        self.closest = ClosestApproach(
+            distance=zeros(R, R), bearing=zeros(R, R), encounter=zeros(R, R, kind=torch.int64)
+        )
         self.episode_steps = zeros(kind=torch.int64)
         # Curriculum clock: environment steps summed over the batch (E per batched step).
         self.curriculum_step = torch.zeros((), dtype=torch.int64, device=self.device)
@@ -445,7 +447,8 @@ class MarineNavSimulator:
             flag.masked_fill_(env2, False)
         self.waypoint.masked_fill_(env2, 0)
         if self.rules.closest_approach:
-            start = approach_now(s.start, s.init_theta)
+            speed = torch.linalg.vector_norm(s.init_velocity_r[..., :2], dim=-1)
+            start = approach_now(s.start, s.init_theta, speed)
             for kept, now in zip(self.closest, start, strict=True):
                 torch.where(env3, now, kept, out=kept)
         self.episode_steps.masked_fill_(mask, 0)
@@ -548,7 +551,8 @@ class MarineNavSimulator:
         )
         if self.rules.closest_approach:  # a host flag of the layout: fixed for the graph
             events.closest_before = self.closest
-            events.closest = closer(self.closest, approach_now(state.pos, state.theta))
+            speed = torch.linalg.vector_norm(state.velocity_r[..., :2], dim=-1)
+            events.closest = closer(self.closest, approach_now(state.pos, state.theta, speed))
         # a layout's end condition ends a robot's episode as a collision does (sim.rules)
         failures = self.rules.failures(s, events) & active.unsqueeze(-1)
         if failures.shape[-1]:
@@ -614,8 +618,9 @@ class MarineNavSimulator:
             getattr(self, name).copy_(value)
         # a checkpoint written before the closest approaches were kept lacks them: they start
         # where the vessels are (the rest of those episodes reads no earlier approach)
-        kept = state.get("closest") or approach_now(self.state.pos, self.state.theta)._asdict()
-        for name, value in kept.items():
+        speed = torch.linalg.vector_norm(self.state.velocity_r[..., :2], dim=-1)
+        now = approach_now(self.state.pos, self.state.theta, speed)._asdict()
+        for name, value in {**now, **state.get("closest", {})}.items():
             getattr(self.closest, name).copy_(value)
         self._cover_kappas()
         self.episode_steps.copy_(state["episode_steps"])
