@@ -288,8 +288,7 @@ def give_way_check_penalty(
         )
     pairs = _pairs(scenario, events, against)
     if give_way_from == "start":
-        speed = torch.linalg.vector_norm(scenario.init_velocity_r[..., :2], dim=-1)
-        encounter = classify_pairs(scenario.start, scenario.init_theta, speed)  # [E, i, j]
+        encounter = classify_pairs(scenario.start, scenario.init_theta, scenario.init_speed)
     else:  # fixed once met, and no pair is judged before it meets: one mask for both sides
         encounter = events.closest.encounter
     gives_way = (encounter == ENCOUNTERS.index(GIVE_WAY)) & pairs

@@ -151,6 +151,12 @@ class Scenario:
         return self.robot_present.shape[0]
 
     @property
+    def init_speed(self) -> torch.Tensor:
+        """``[n, R]`` m/s: every robot's speed through the water at the start (what the COLREGs
+        encounters are classified with, :func:`marinenav.encounters.classify_pairs`)."""
+        return torch.linalg.vector_norm(self.init_velocity_r[..., :2], dim=-1)
+
+    @property
     def slots(self) -> Slots:
         """``(R, O, C)``: robot, obstacle and core slot counts."""
         return Slots(

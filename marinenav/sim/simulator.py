@@ -447,8 +447,7 @@ class MarineNavSimulator:
             flag.masked_fill_(env2, False)
         self.waypoint.masked_fill_(env2, 0)
         if self.rules.closest_approach:
-            speed = torch.linalg.vector_norm(s.init_velocity_r[..., :2], dim=-1)
-            start = approach_now(s.start, s.init_theta, speed)
+            start = approach_now(s.start, s.init_theta, s.init_speed)
             for kept, now in zip(self.closest, start, strict=True):
                 torch.where(env3, now, kept, out=kept)
         self.episode_steps.masked_fill_(mask, 0)
