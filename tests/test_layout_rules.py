@@ -992,3 +992,40 @@ def test_the_closest_approaches_travel_in_the_simulators_checkpoint() -> None:
     went_on, again = torch.stack(paid["went on"]), torch.stack(paid["restored"])
     assert went_on.ne(0).any() and torch.equal(went_on, again)
     assert not torch.equal(torch.stack(paid["older"]), went_on)  # the memory matters
+
+
+def test_a_mix_rule_confined_to_parts_acts_in_their_episodes_only() -> None:
+    """``scenario.rule_parts`` gates one mix rule by part: the same geometry earns the term in
+    the named part's episodes and nothing in the others; the other rules stay in every part."""
+    from marinenav.sim.constants import VesselRole
+
+    layout = make_layout("mix", {**MIX, "cross_ahead_penalty": 0.3, "port_turn_penalty": 1.0,
+                                 "rule_parts": {"cross_ahead_penalty": ["harbour"]}})  # fmt: skip
+    scenario, events = _two_vessels(0.0, (10.0, 10.0), -1.5708)
+    scenario.robot_role[0, 1] = int(VesselRole.POLICY)
+    term = layout.rules.reward_terms["cross_ahead"]
+    assert "port_turn" in layout.rules.reward_terms
+    charged = {}
+    for part in (0, 1):
+        scenario.layout_part.fill_(part)
+        charged[part] = term(scenario, events).tolist()
+    assert charged == {0: [[0.0, 0.0]], 1: [[-0.3, 0.0]]}
+    both = make_layout("mix", {**MIX, "cross_ahead_penalty": 0.3,
+                               "rule_parts": {"cross_ahead_penalty": ["open", "harbour"]}})
+    for part in (0, 1):
+        scenario.layout_part.fill_(part)
+        assert both.rules.reward_terms["cross_ahead"](scenario, events).tolist() == [[-0.3, 0]]
+
+
+@pytest.mark.parametrize(
+    ("rule_parts", "message"),
+    [({"cross_ahead": ["open"]}, "scenario.rule_parts.cross_ahead: no mix rule 'cross_ahead'"),
+     ({"port_turn_penalty": ["open"]}, "confines a rule that is off"),
+     ({"cross_ahead_penalty": []}, "must be a non-empty list of distinct part names"),
+     ({"cross_ahead_penalty": "open"}, "must be a non-empty list of distinct part names"),
+     ({"cross_ahead_penalty": ["open", "open"]}, "non-empty list of distinct part names"),
+     ({"cross_ahead_penalty": ["imazu"]}, "names no part 'imazu'; the parts: open, harbour")],
+)  # fmt: skip
+def test_bad_rule_parts_are_refused_in_one_line(rule_parts, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        make_layout("mix", {**MIX, "cross_ahead_penalty": 0.3, "rule_parts": rule_parts})

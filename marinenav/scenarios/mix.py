@@ -26,7 +26,9 @@ while a vessel to starboard that it has not yet passed astern of closes within 2
 way closes within 20 m (the stand-on vessel's side of the crossing, rule 17); all
 against ``cross_ahead_of`` vessels (``any`` by default: the same rule whether the other vessel
 gives way or not, so that what a part rewards does not contradict what another penalises for a
-geometry the policy sees alike).
+geometry the policy sees alike). ``rule_parts`` confines one of them to the episodes of the parts
+it names (``scenario.rule_parts.give_way_check_penalty=[imazu]``: the check charged where the
+encounters are set up as the check reads them, and nowhere else).
 
 The evaluation set is each part's own, in order (a part's ``layout_part`` on each episode):
 ``episodes_per_stage`` episodes per stage of every part.
@@ -34,7 +36,7 @@ The evaluation set is each part's own, in order (a part's ``layout_part`` on eac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -108,15 +110,19 @@ class MixConfig:
     # rule 17, the stand-on vessel's duty)
     stand_on_turn_penalty: float = 0.0
     cross_ahead_of: str = "any"
+    # a mix rule's option name -> the parts whose episodes it acts in (every part where absent)
+    rule_parts: dict[str, Any] = field(default_factory=dict)
 
 
-def _gated(rule, part: int):
-    """``rule`` applied to the episodes of ``part`` only (0 / false elsewhere)."""
+def _gated(rule, parts: tuple[int, ...]):
+    """``rule`` applied to the episodes of ``parts`` only (0 / false elsewhere)."""
 
     def gated(scenario: Scenario, events) -> Tensor:
         value = rule(scenario, events)
-        mine = (scenario.layout_part == part).unsqueeze(-1)
-        return torch.where(mine, value, torch.zeros_like(value))
+        mine = scenario.layout_part == parts[0]
+        for part in parts[1:]:  # a handful of parts at most
+            mine = mine | (scenario.layout_part == part)
+        return torch.where(mine.unsqueeze(-1), value, torch.zeros_like(value))
 
     return gated
 
@@ -177,11 +183,33 @@ class MixLayout(ScenarioLayout):
             raise ValueError(
                 f"scenario.cross_ahead_of must be one of {AGAINST}, got {c.cross_ahead_of!r}"
             )
+        self.rule_parts = self._rule_parts(c)
         self.config = c
         total = sum(weights)
         self.weights = [w / total for w in weights]
         # cumulative probabilities of the parts, one table per device
         self._cumulative = torch.tensor(self.weights, dtype=torch.float64).cumsum(0)
+
+    def _rule_parts(self, c: MixConfig) -> dict[str, tuple[int, ...]]:
+        """``c.rule_parts`` checked (a mix rule that is on, each a non-empty list of distinct
+        part names), as the parts' indices."""
+        out = {}
+        for key, names in (c.rule_parts or {}).items():
+            where = f"scenario.rule_parts.{key}"
+            if key not in RULES_OF_THE_MIX:
+                raise ValueError(f"{where}: no mix rule {key!r}; the rules: "
+                                 f"{', '.join(RULES_OF_THE_MIX)}")  # fmt: skip
+            if not getattr(c, key) > 0:
+                raise ValueError(f"{where} confines a rule that is off (scenario.{key} = 0)")
+            if isinstance(names, str) or not names or len(set(names)) != len(list(names)):
+                raise ValueError(f"{where} must be a non-empty list of distinct part names, "
+                                 f"got {names!r}")  # fmt: skip
+            unknown = [n for n in names if n not in self.part_names]
+            if unknown:
+                raise ValueError(f"{where} names no part {unknown[0]!r}; the parts: "
+                                 f"{', '.join(self.part_names)}")  # fmt: skip
+            out[key] = tuple(self.part_names.index(n) for n in names)
+        return out
 
     @property
     def slots(self) -> Slots:
@@ -193,9 +221,9 @@ class MixLayout(ScenarioLayout):
         terms, ends = {}, {}
         for k, (name, layout) in enumerate(zip(self.part_names, self.layouts, strict=True)):
             for term, rule in layout.rules.reward_terms.items():
-                terms[f"{name}.{term}"] = _gated(rule, k)
+                terms[f"{name}.{term}"] = _gated(rule, (k,))
             for end, rule in layout.rules.end_conditions.items():
-                ends[f"{name}.{end}"] = _gated(rule, k)
+                ends[f"{name}.{end}"] = _gated(rule, (k,))
         c = self.config
         options = {
             "bow_crossing_penalty": {"within": float(c.bow_crossing_range)},
@@ -205,9 +233,12 @@ class MixLayout(ScenarioLayout):
         for key, (term, rule) in RULES_OF_THE_MIX.items():
             weight = getattr(c, key)
             if weight > 0:
-                terms[term] = partial(
+                rule = partial(
                     rule, weight=weight, against=c.cross_ahead_of, **options.get(key, {})
                 )
+                if key in self.rule_parts:
+                    rule = _gated(rule, self.rule_parts[key])
+                terms[term] = rule
         reads_closest = c.give_way_check_penalty > 0 or any(
             layout.rules.closest_approach for layout in self.layouts
         )
