@@ -9,7 +9,9 @@ claims, and its library rliable computes them; this module feeds it our runs:
 * a run's **score** is the success rate of its last checkpoint: on the large set where the run
   has one (``RUN/evaluation_large.json``, written by ``python -m marinenav.evaluate RUN --set
   large --out RUN/evaluation_large.json`` or ``scripts/collect_recipe_run.sh``), else on its
-  last validation evaluation (``evaluations.jsonl``);
+  last validation evaluation (``evaluations.jsonl``); or the success rate of one evaluation file
+  (``python -m marinenav.evaluate ... --out FILE.json``: a planner's score in one water,
+  ``results/evaluations/waters/<label>__<water>.json``), :func:`evaluation_file_score`;
 * a group of runs (one recipe, several seeds) gets the **IQM** (interquartile mean: the mean of
   the middle half of the scores, ``scipy.stats.trim_mean(scores, 0.25)``; with fewer than four
   runs nothing is trimmed and it equals the mean), the **mean** and the **median**, each with a
@@ -45,6 +47,7 @@ from marinenav.viz.quality import LARGE_NAME
 ScoreSource = Literal["auto", "large", "validation"]
 REPS = 50_000  # bootstrap resamples for the aggregates (rliable's default)
 IMPROVEMENT_REPS = 2_000  # resamples for P(X > Y): each is a Mann-Whitney test in Python
+SOURCE_NAMES = {"large": "large set", "validation": "last validation", "file": "evaluation file"}
 PROFILE_REPS = 2_000  # resamples for each performance-profile band (rliable's default)
 
 
@@ -57,8 +60,9 @@ class RunScore:
         name: how a table names the run: ``seed N`` from its config, else the directory name.
         successes: successful episodes of the scored evaluation.
         episodes: episodes of the scored evaluation.
-        source: ``"large"`` (the last checkpoint on the large set) or ``"validation"`` (the
-            run's last validation evaluation).
+        source: ``"large"`` (the last checkpoint on the large set), ``"validation"`` (the
+            run's last validation evaluation) or ``"file"`` (an evaluation file, the run's
+            ``run_dir`` that file).
     """
 
     run_dir: Path
@@ -157,6 +161,23 @@ def run_score(run_dir: str | Path, source: ScoreSource = "auto") -> RunScore:
     return RunScore(run_dir, _run_name(run_dir), successes, episodes, "validation")
 
 
+def evaluation_file_score(path: str | Path) -> RunScore:
+    """The score of one evaluation file (``marinenav.evaluate --out``'s JSON, per-episode
+    outcomes under ``episodes``), named by the file's stem. Raises ``FileNotFoundError`` for a
+    missing file and ``ValueError`` for a file that is no evaluation."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"evaluation file {path} does not exist")
+    try:
+        successes, episodes = _evaluation_counts(json.loads(path.read_text()))
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is no evaluation file (python -m marinenav.evaluate ... "
+                         f"--out FILE.json): {error!r}") from None  # fmt: skip
+    if episodes == 0:
+        raise ValueError(f"{path} holds no episode")
+    return RunScore(path, path.stem, successes, episodes, "file")
+
+
 def _interval_estimates(score_dict, func, reps: int, confidence: float, seed: int):
     """rliable's ``get_interval_estimates``, reproducible: rliable's stratified bootstrap draws
     its resampled run indices from numpy's global generator (``np.random.choice``), whatever
@@ -195,6 +216,8 @@ def aggregate(
     if not runs:
         raise ValueError(f"{label}: no runs to aggregate")
     sources = {run.source for run in runs}
+    if len(sources) > 1 and "file" in sources:
+        raise ValueError(f"{label}: evaluation files and run directories in one group")
     if len(sources) > 1:
         lacking = [str(run.run_dir) for run in runs if run.source != "large"]
         raise ValueError(
@@ -252,7 +275,7 @@ def aggregate_table(groups: Sequence[Aggregate]) -> str:
     ]
     for group in groups:
         worst = group.worst
-        source = "large set" if group.runs[0].source == "large" else "last validation"
+        source = SOURCE_NAMES[group.runs[0].source]
         episodes = sorted({run.episodes for run in group.runs})
         rows.append(
             f"| {group.label} | {len(group.runs)} | {source} "

@@ -173,3 +173,37 @@ def test_aggregate_holds_runs_in_rliable_layout() -> None:
     group: Aggregate = aggregate("a", scores_of("a", [80, 90]), reps=REPS)
     assert group.scores.shape == (2, 1)
     np.testing.assert_allclose(group.scores[:, 0], [0.8, 0.9])
+
+
+def write_evaluation(path: Path, successes: int, n: int) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    outcomes = {"success": [True] * successes + [False] * (n - successes)}
+    path.write_text(json.dumps({"eval/success_rate": successes / n, "episodes": outcomes}))
+    return path
+
+
+def test_compare_scores_a_glob_of_evaluation_files_one_run_each(tmp_path: Path, capsys) -> None:
+    """A planner per seed scored in one water (``<label>_s<N>__<water>.json``): each file a run,
+    its success count its score; the same numbers as run directories would give."""
+    waters = tmp_path / "waters"
+    for seed, successes in enumerate([90, 80, 85]):
+        write_evaluation(waters / f"ours_x_s{seed}__harbour.json", successes, 100)
+        write_evaluation(waters / f"ours_x_s{seed}__large.json", 540, 600)
+    argv = ["compare", str(waters / "ours_x_s?__harbour.json"), "--reps", "500",
+            "--out", str(tmp_path / "p.png")]  # fmt: skip
+    assert main(argv) == 0
+    row = capsys.readouterr().out.splitlines()[2]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:3] == ["3", "evaluation file (n=100 per run)"]
+    assert cells[3].startswith("0.850 [")  # three runs: nothing trimmed, the mean
+    assert cells[6] == "0.800 (ours_x_s1__harbour)"
+
+
+def test_compare_refuses_evaluation_files_it_cannot_read(tmp_path: Path) -> None:
+    write_evaluation(tmp_path / "w" / "a__large.json", 5, 10)
+    (tmp_path / "w" / "b__large.json").write_text(json.dumps({"eval/success_rate": 0.5}))
+    write_run(tmp_path / "w" / "run", 0, 9, 540)
+    for spec in ("w/b__large.json", "w/*__large.json", "w/*"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["compare", str(tmp_path / spec), "--reps", "500"])
+        assert exit_info.value.code == 2

@@ -29,7 +29,8 @@
 
 ``python -m marinenav.viz compare GROUP [GROUP ...] [--labels L ...] [--out profiles.png]``
     recipes over seeds (``marinenav.viz.compare``): each ``GROUP`` is one recipe's runs (a
-    sweep, a directory of runs, or a quoted glob); prints the IQM, mean and median with
+    sweep, a directory of runs, or a quoted glob of runs or of evaluation files, one per run, as
+    ``results/evaluations/waters/<label>__<water>.json``); prints the IQM, mean and median with
     stratified bootstrap intervals and the worst run, the probability that each recipe's run
     beats another's, and draws the performance profiles.
 
@@ -168,7 +169,8 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "groups", nargs="+",
         help="one recipe's runs each: a sweep directory, a directory of run directories, a run "
-             "directory, or a quoted glob of run directories",
+             "directory, a quoted glob of run directories, or a quoted glob of evaluation files "
+             "(marinenav.evaluate --out), one per run",
     )
     compare.add_argument("--labels", nargs="+", default=None, help="a label per group")
     compare.add_argument(
@@ -341,8 +343,8 @@ def _time_to_quality(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 
 def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    from marinenav.aggregate import aggregate, aggregate_table, improvement_table, run_score
-    from marinenav.viz.compare import group_runs, plot_performance_profiles
+    from marinenav.aggregate import aggregate, aggregate_table, improvement_table
+    from marinenav.viz.compare import group_scores, plot_performance_profiles
 
     labels = args.labels or list(args.groups)
     if len(labels) != len(args.groups):
@@ -352,11 +354,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     groups = []
     for spec, label in zip(args.groups, labels, strict=True):
         try:
-            runs = group_runs(spec)
-            scores = [run_score(run_dir, args.score) for run_dir in runs]
-            if args.score == "auto" and len({s.source for s in scores}) > 1:
-                scores = [run_score(run_dir, "validation") for run_dir in runs]
-            groups.append(aggregate(label, scores, reps=args.reps))
+            groups.append(aggregate(label, group_scores(spec, args.score), reps=args.reps))
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
     print(aggregate_table(groups))

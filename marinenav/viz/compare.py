@@ -4,7 +4,9 @@
 ``python -m marinenav.viz compare GROUP [GROUP ...] [--labels L ...] [--out profiles.png]``
 takes each ``GROUP`` as the runs of one recipe: a sweep directory (its jobs), a directory of
 run directories (``results/recipes/ac_iqn``: ``seed0``, ``seed1``, ...), one run directory, or a
-quoted glob of run directories (``'results/recipes/ac_iqn/candidates/b256_336k_seed*'``). It
+quoted glob of run directories (``'results/recipes/ac_iqn/candidates/b256_336k_seed*'``); or a
+quoted glob of evaluation files, one per run (``'results/evaluations/waters/X_s?__harbour.json'``:
+the recipe's planners in one water, each scored by its file). It
 prints the aggregate table of :mod:`marinenav.aggregate` (IQM, mean, median with stratified
 bootstrap 95% intervals, worst run), the probability of improvement of every group over every
 other, and draws the groups' performance profiles (fraction of runs whose score exceeds each
@@ -25,7 +27,15 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from marinenav.aggregate import Aggregate, ScoreSource, aggregate, performance_profiles, run_score
+from marinenav.aggregate import (
+    Aggregate,
+    RunScore,
+    ScoreSource,
+    aggregate,
+    evaluation_file_score,
+    performance_profiles,
+    run_score,
+)
 from marinenav.files import save_figure
 from marinenav.viz.curves import run_config
 from marinenav.viz.runs import expand_run_dirs, run_overrides
@@ -43,6 +53,25 @@ def group_runs(spec: str) -> list[Path]:
             raise FileNotFoundError(f"{spec} matches no run directory")
         return expand_run_dirs(matches)
     return expand_run_dirs([spec])
+
+
+def group_scores(spec: str, source: ScoreSource = "auto") -> list[RunScore]:
+    """The scores of one ``compare`` argument: each evaluation file's where ``spec`` is a
+    ``.json`` file or a glob of them, else each run's (:func:`group_runs`,
+    :func:`~marinenav.aggregate.run_score`; ``"auto"`` falls back to every run's validation
+    when some lack the large set). Raises ``FileNotFoundError`` for nothing to read and
+    ``ValueError`` for a glob that mixes files and run directories."""
+    globbed = any(char in spec for char in "*?[") and not Path(spec).exists()
+    paths = [Path(p) for p in sorted(glob.glob(spec))] if globbed else [Path(spec)]
+    files = [path for path in paths if path.is_file() and path.suffix == ".json"]
+    if files:
+        if len(files) != len(paths):
+            raise ValueError(f"{spec} matches evaluation files and other paths; give one kind")
+        return [evaluation_file_score(path) for path in files]
+    scores = [run_score(run_dir, source) for run_dir in group_runs(spec)]
+    if source == "auto" and len({score.source for score in scores}) > 1:
+        scores = [run_score(score.run_dir, "validation") for score in scores]
+    return scores
 
 
 def recipe_key(run_dir: Path) -> str:
