@@ -56,7 +56,12 @@ def test_every_key_of_the_composed_config_has_a_source() -> None:
     from hydra import compose, initialize_config_dir
 
     register_configs()
-    for overrides in (["agent=ac_iqn"], ["agent=dqn", "recipe=paper", "scenario=mix"]):
+    for overrides in (
+        ["agent=ac_iqn"],
+        ["agent=dqn", "recipe=paper", "scenario=mix"],  # the mix's rule_parts: an empty mapping
+        ["agent=rainbow", "scenario=mix", "scenario.give_way_check_penalty=5",
+         "+scenario.rule_parts.give_way_check_penalty=[imazu]"],
+    ):  # fmt: skip
         with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
             final = compose("config", overrides=overrides)
         leaves = {

@@ -45,15 +45,17 @@ class Setting:
 
 
 def _leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """``(dotted key, value)`` of every leaf of a config node (a list is a leaf), unresolved
-    (``${...}`` kept as written) and MISSING values left out."""
+    """``(dotted key, value)`` of every leaf of a config node (a list is a leaf, and so is an
+    empty mapping), unresolved (``${...}`` kept as written) and MISSING values left out."""
     if isinstance(node, DictConfig):
         for key in node.keys():
             if OmegaConf.is_missing(node, key):
                 continue
             child = node._get_node(key)
             name = f"{prefix}.{key}" if prefix else str(key)
-            if isinstance(child, DictConfig) and not child._is_none():
+            if isinstance(child, DictConfig) and not child._is_none() and len(child) == 0:
+                yield name, {}
+            elif isinstance(child, DictConfig) and not child._is_none():
                 yield from _leaves(child, name)
             elif isinstance(child, ListConfig) and not child._is_none():
                 yield name, OmegaConf.to_container(child, resolve=False)
@@ -134,6 +136,11 @@ def _value_sources(overrides: list[str], config_name: str, root: str) -> dict[st
                 sources.setdefault(leaf, []).append(Setting(COMMAND_LINE, leaf_value))
         else:
             sources.setdefault(key, []).append(Setting(COMMAND_LINE, value))
+    # an empty mapping that a later source filled (+scenario.rule_parts.X=...) is no leaf
+    filled = [key for key, chain in sources.items() if chain[-1].value == {}
+              and any(other.startswith(f"{key}.") for other in sources)]  # fmt: skip
+    for key in filled:
+        del sources[key]
     return sources
 
 
