@@ -237,3 +237,26 @@ def test_a_constrained_run_over_one_part_hands_each_finished_episode_its_own_par
             assert math.isnan(mean)
         start = end
     assert start == len(seen) and any(math.isfinite(mean) for _, mean in rows)
+
+
+def test_a_multiplier_at_its_ceiling_is_said_once(tmp_path: Path, caplog) -> None:
+    """A target the run cannot meet at its highest price (the tiny run's episodes end in
+    collisions, -5 each in the terminal term, against a target of 0: the ceiling is reached by
+    the first log) gets one warning naming the term, the ceiling and the target; a run whose
+    multiplier stays below it gets none."""
+    import logging
+
+    capped = ("training.constraint.term=terminal", "training.constraint.target=0.0",
+              "training.constraint.lr=1.0", "training.constraint.initial=1.0",
+              "training.constraint.max=1.5")  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="marinenav.training.trainer"):
+        Trainer(tiny_config("agent=dqn", *capped), tmp_path / "capped").train()
+    said = [r.getMessage() for r in caplog.records if "reached its ceiling" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "multiplier of terminal" in said[0] and "training.constraint.max=1.5" in said[0]
+    assert "against the target 0" in said[0]
+    assert logged(tmp_path / "capped", "train/multiplier_terminal")[-1] == pytest.approx(1.5)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="marinenav.training.trainer"):
+        Trainer(tiny_config("agent=dqn", *CONSTRAINED), tmp_path / "free").train()
+    assert not [r for r in caplog.records if "reached its ceiling" in r.getMessage()]

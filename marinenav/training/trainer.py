@@ -258,6 +258,7 @@ class Trainer:
         # a mixed layout's parts (env.layout_part indexes them); empty for any other layout
         self.part_names = list(getattr(layout, "part_names", ()))
         self.priced = self._make_priced_term(self.part_names)
+        self._ceiling_said = False  # the multiplier at its ceiling, said once (_warn_at_ceiling)
         scenarios = list(self.evaluator.evaluation_set.scenarios)
         write_text(self.run_dir / "eval_configs.json", json.dumps(scenarios))
         # Host-side counters (the loop's own arithmetic: never read from the device).
@@ -557,6 +558,21 @@ class Trainer:
         self.collided.masked_fill_(done, False)
 
     # ------------------------------------------------------------------ reporting
+    def _warn_at_ceiling(self, multiplier: float, cost: float) -> None:
+        """Say once per process when the constraint's multiplier has reached its ceiling (read
+        from the values just logged: no read-back of its own). There the term's price no longer
+        rises with its cost: the target is not met at the highest price the run allows."""
+        if self._ceiling_said or multiplier < self.priced.ceiling:
+            return
+        self._ceiling_said = True
+        LOG.warning(
+            "training.constraint: the multiplier of %s reached its ceiling "
+            "(training.constraint.max=%g) at timestep %d with a cost of %.3g per episode "
+            "against the target %g: the target is not met at the highest price this run "
+            "allows; a higher training.constraint.max or target, or a lower weight, moves it",
+            self.priced.term, self.priced.ceiling, self.timesteps, cost, self.priced.target,
+        )
+
     def log_metrics(self, timesteps_per_second: float, bar) -> dict[str, float]:
         """Read the accumulators back in one transfer, log them and reset them."""
         values, names = [], []
@@ -605,6 +621,7 @@ class Trainer:
             scalars[f"train/multiplier_{term}"] = raw["multiplier"]
             # the mean cost of the episodes that stepped it (its part's only, if it has one)
             scalars[f"train/cost_{term}"] = raw["priced_cost"] / counted if counted else math.nan
+            self._warn_at_ceiling(raw["multiplier"], scalars[f"train/cost_{term}"])
         if self.agent.epsilon_greedy:
             scalars["train/epsilon"] = linear_epsilon(self.timesteps, self.cfg.training)
         if self.loss_sums is not None:
