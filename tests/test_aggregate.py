@@ -196,7 +196,22 @@ def test_compare_scores_a_glob_of_evaluation_files_one_run_each(tmp_path: Path, 
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1:3] == ["3", "evaluation file (n=100 per run)"]
     assert cells[3].startswith("0.850 [")  # three runs: nothing trimmed, the mean
-    assert cells[6] == "0.800 (ours_x_s1__harbour)"
+    assert cells[6] == "0.800 (s1)"  # what tells the files apart
+
+
+@pytest.mark.parametrize(
+    ("stems", "names"),
+    [(["ours_x_s0__harbour", "ours_x_s1__harbour"], ["s0", "s1"]),
+     (["a_s0_864k__large", "a_s1__large"], ["s0_864k", "s1"]),
+     (["run_s1__large"], ["run_s1__large"]),
+     (["s1", "s2"], ["s1", "s2"]),
+     (["x_a", "x_a_b"], ["a", "a_b"]),
+     (["x_a", "x_a"], ["x_a", "x_a"])],  # nothing tells them apart: as they are
+)  # fmt: skip
+def test_evaluation_files_are_named_by_what_tells_them_apart(stems, names) -> None:
+    from marinenav.viz.compare import distinct_names
+
+    assert distinct_names(stems) == names
 
 
 def test_compare_refuses_evaluation_files_it_cannot_read(tmp_path: Path) -> None:

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import glob
 import math
+import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -67,11 +69,27 @@ def group_scores(spec: str, source: ScoreSource = "auto") -> list[RunScore]:
     if files:
         if len(files) != len(paths):
             raise ValueError(f"{spec} matches evaluation files and other paths; give one kind")
-        return [evaluation_file_score(path) for path in files]
+        scores = [evaluation_file_score(path) for path in files]
+        names = distinct_names([score.name for score in scores])
+        return [replace(score, name=name) for score, name in zip(scores, names, strict=True)]
     scores = [run_score(run_dir, source) for run_dir in group_runs(spec)]
     if source == "auto" and len({score.source for score in scores}) > 1:
         scores = [run_score(score.run_dir, "validation") for score in scores]
     return scores
+
+
+def distinct_names(stems: list[str]) -> list[str]:
+    """The part of each of several file stems that tells them apart, cut at ``_`` boundaries
+    (``ours_x_s0__harbour``, ``ours_x_s1__harbour`` -> ``s0``, ``s1``); one stem, or stems that
+    nothing common surrounds, as they are."""
+    if len(stems) < 2:
+        return list(stems)
+    prefix = os.path.commonprefix(stems)
+    prefix = prefix[: prefix.rfind("_") + 1]
+    suffix = os.path.commonprefix([stem[::-1] for stem in stems])[::-1]
+    suffix = suffix[suffix.find("_"):] if "_" in suffix else ""
+    names = [stem[len(prefix): len(stem) - len(suffix)] for stem in stems]
+    return names if all(names) and len(set(names)) == len(names) else list(stems)
 
 
 def recipe_key(run_dir: Path) -> str:
