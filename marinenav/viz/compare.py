@@ -45,16 +45,30 @@ from marinenav.viz.runs import expand_run_dirs, run_overrides
 TAUS = np.linspace(0.0, 1.0, 401)  # success levels of the performance profiles
 
 
-def group_runs(spec: str) -> list[Path]:
-    """The run directories of one ``compare`` argument: a path (run, sweep, or directory of
-    runs; :func:`marinenav.viz.runs.expand_run_dirs`) or a glob pattern of them. Raises
-    ``FileNotFoundError`` for a pattern that matches nothing."""
+def _paths(spec: str) -> list[Path]:
+    """The paths one ``compare`` argument names: itself, or a glob pattern's matches in order.
+    Raises ``FileNotFoundError`` for a pattern that matches nothing."""
     if any(char in spec for char in "*?[") and not Path(spec).exists():
         matches = sorted(glob.glob(spec))
         if not matches:
             raise FileNotFoundError(f"{spec} matches no run directory")
-        return expand_run_dirs(matches)
-    return expand_run_dirs([spec])
+        return [Path(match) for match in matches]
+    return [Path(spec)]
+
+
+def group_runs(spec: str) -> list[Path]:
+    """The run directories of one ``compare`` argument: a path (run, sweep, or directory of
+    runs; :func:`marinenav.viz.runs.expand_run_dirs`) or a glob pattern of them. Raises
+    ``FileNotFoundError`` for a pattern that matches nothing."""
+    return expand_run_dirs(_paths(spec))
+
+
+def _one_source(scores: list[RunScore], source: ScoreSource) -> list[RunScore]:
+    """``scores`` as scored, or with ``source="auto"`` and some runs lacking the large set,
+    every run's validation instead (each run has that)."""
+    if source == "auto" and len({score.source for score in scores}) > 1:
+        return [run_score(score.run_dir, "validation") for score in scores]
+    return scores
 
 
 def group_scores(spec: str, source: ScoreSource = "auto") -> list[RunScore]:
@@ -63,8 +77,7 @@ def group_scores(spec: str, source: ScoreSource = "auto") -> list[RunScore]:
     :func:`~marinenav.aggregate.run_score`; ``"auto"`` falls back to every run's validation
     when some lack the large set). Raises ``FileNotFoundError`` for nothing to read and
     ``ValueError`` for a glob that mixes files and run directories."""
-    globbed = any(char in spec for char in "*?[") and not Path(spec).exists()
-    paths = [Path(p) for p in sorted(glob.glob(spec))] if globbed else [Path(spec)]
+    paths = _paths(spec)
     files = [path for path in paths if path.is_file() and path.suffix == ".json"]
     if files:
         if len(files) != len(paths):
@@ -72,10 +85,7 @@ def group_scores(spec: str, source: ScoreSource = "auto") -> list[RunScore]:
         scores = [evaluation_file_score(path) for path in files]
         names = distinct_names([score.name for score in scores])
         return [replace(score, name=name) for score, name in zip(scores, names, strict=True)]
-    scores = [run_score(run_dir, source) for run_dir in group_runs(spec)]
-    if source == "auto" and len({score.source for score in scores}) > 1:
-        scores = [run_score(score.run_dir, "validation") for score in scores]
-    return scores
+    return _one_source([run_score(run_dir, source) for run_dir in expand_run_dirs(paths)], source)
 
 
 def distinct_names(stems: list[str]) -> list[str]:
@@ -122,11 +132,8 @@ def sweep_aggregates(
                 scores.append(run_score(run_dir, source))
             except FileNotFoundError:
                 continue  # not evaluated yet: the run table says so
-        if not scores:
-            continue
-        if source == "auto" and len({s.source for s in scores}) > 1:
-            scores = [run_score(s.run_dir, "validation") for s in scores]
-        result.append(aggregate(key, scores, reps=reps))
+        if scores:
+            result.append(aggregate(key, _one_source(scores, source), reps=reps))
     return result
 
 
