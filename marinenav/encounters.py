@@ -42,16 +42,13 @@ from dataclasses import dataclass
 import torch
 
 from marinenav.angles import bearing, wrap_to_180
-from marinenav.sim.colregs import PASSING_MARGIN
-from marinenav.sim.constants import PERCEPTION_DEFAULTS
 
 HEAD_ON_BEARING = 10.0  # deg either side of dead ahead
 HEAD_ON_COURSE = 10.0  # deg either side of the reciprocal course
 ABAFT_BEAM = 112.5  # deg: more than 22.5 degrees abaft the beam
 TURN_THRESHOLD = 10.0  # deg: a course alteration, not a wobble
-CLEAR_MARGIN = PASSING_MARGIN  # m beyond contact: the COLREGs penalty's passing margin
-# m, the vessels' perception range: a target never this close was not met
-ENCOUNTER_RANGE = PERCEPTION_DEFAULTS["range"]
+CLEAR_MARGIN = 1.0  # m beyond contact (the COLREGs penalty's passing margin, sim/colregs.py)
+ENCOUNTER_RANGE = 20.0  # m, the vessels' perception range: a target never this close was not met
 
 HEAD_ON, GIVE_WAY, STAND_ON, OVERTAKING, OVERTAKEN = (
     "head-on", "crossing, give way", "crossing, stand on", "overtaking", "overtaken",

@@ -352,26 +352,14 @@ def test_the_old_planner_paths_are_the_planner_packages_own_modules() -> None:
     assert all(getattr(package, name) is getattr(load, name) for name in package.__all__)
 
 
-@pytest.mark.parametrize(
-    "first", ["marinenav.encounters", "marinenav.sim.approach", "marinenav.sim"]
-)
-def test_the_encounter_checks_read_the_simulators_range_and_margin_in_any_import_order(
-    first: str,
-) -> None:
+def test_the_encounter_checks_use_the_simulators_range_and_margin() -> None:
     """The checks' 20 m and 1 m are the perception range and the COLREGs penalty's passing
-    margin, read from the simulator's constants; the simulator's closest-approach memory reads
-    the checks' classification; each module imports whichever is loaded first in a fresh
-    interpreter."""
-    import subprocess
-    import sys
+    margin. They are written in marinenav/encounters.py, below the simulator (whose
+    closest-approach memory imports the checks' classification), so a change to either side
+    must be made to both."""
+    from marinenav.encounters import CLEAR_MARGIN, ENCOUNTER_RANGE
+    from marinenav.sim.colregs import PASSING_MARGIN
+    from marinenav.sim.constants import PERCEPTION_DEFAULTS
 
-    probe = (
-        f"import {first}\n"
-        "from marinenav.encounters import CLEAR_MARGIN, ENCOUNTER_RANGE\n"
-        "from marinenav.sim.colregs import PASSING_MARGIN\n"
-        "from marinenav.sim.constants import PERCEPTION_DEFAULTS\n"
-        "assert ENCOUNTER_RANGE is PERCEPTION_DEFAULTS['range'], ENCOUNTER_RANGE\n"
-        "assert CLEAR_MARGIN is PASSING_MARGIN, CLEAR_MARGIN\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert ENCOUNTER_RANGE == PERCEPTION_DEFAULTS["range"]
+    assert CLEAR_MARGIN == PASSING_MARGIN

@@ -27,10 +27,8 @@ from typing import NamedTuple
 
 import torch
 
-# marinenav.encounters as a module, read at call time: it takes its range from this package's
-# constants, so whichever of the two is imported first finds the other part-way loaded.
-import marinenav.encounters as encounters
 from marinenav.angles import bearing
+from marinenav.encounters import ENCOUNTER_RANGE, classify_pairs
 
 NOT_MET = -1  # ClosestApproach.encounter of a pair never yet within ENCOUNTER_RANGE
 
@@ -51,8 +49,8 @@ def approach_now(pos: torch.Tensor, theta: torch.Tensor, speed: torch.Tensor) ->
     (the encounter :data:`NOT_MET` where the two are farther apart than the range)."""
     own, other = pos.unsqueeze(-2), pos.unsqueeze(-3)  # [E, i, 1, 2], [E, 1, j, 2]
     distance = torch.linalg.vector_norm(other - own, dim=-1)
-    met = distance <= encounters.ENCOUNTER_RANGE
-    encounter = torch.where(met, encounters.classify_pairs(pos, theta, speed), NOT_MET)
+    met = distance <= ENCOUNTER_RANGE
+    encounter = torch.where(met, classify_pairs(pos, theta, speed), NOT_MET)
     return ClosestApproach(distance, bearing(own, theta.unsqueeze(-1), other), encounter)
 
 
