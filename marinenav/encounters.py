@@ -1,20 +1,10 @@
 """Encounters between an own ship and target ships, and the COLREGs checks of an episode
 (docs/scenarios.md, "COLREGs checks").
 
-An encounter is classified once, from the geometry at the episode's start; the checks read the
-tracks the ships sailed. Angles are in degrees, clockwise (to starboard) from the ship's bow or
-from North (the world frame's x axis; y is East); positions in metres.
-
-Encounters (the target as seen from the own ship at the start):
-
-* ``overtaking`` (rule 13): the own ship comes up on the target from more than 22.5 degrees abaft
-  its beam (the own ship's bearing from the target's bow between 112.5 and 247.5) and is faster;
-* ``overtaken``: the same with the roles swapped (the own ship stands on);
-* ``head-on`` (rule 14): the target within :data:`HEAD_ON_BEARING` of dead ahead on a course
-  within :data:`HEAD_ON_COURSE` of the reciprocal;
-* ``crossing, give way`` (rule 15): the target on the own ship's starboard side (bearing in
-  (0, 112.5]), not head-on;
-* ``crossing, stand on`` (rule 17): the target on the port side (bearing in [247.5, 360)).
+An encounter is one of :mod:`marinenav.sim.situation`'s situations (head-on, crossing give way
+or stand on, overtaking, overtaken), classified once, from the geometry at the episode's start;
+the checks read the tracks the ships sailed. Angles are in degrees, clockwise (to starboard) from
+the ship's bow or from North (the world frame's x axis; y is East); positions in metres.
 
 Checks (one line each, as docs/scenarios.md states them):
 
@@ -42,43 +32,24 @@ from dataclasses import dataclass
 import torch
 
 from marinenav.angles import bearing, wrap_to_180
+from marinenav.sim.colregs import PASSING_MARGIN
+from marinenav.sim.situation import (
+    ABAFT_BEAM,
+    ENCOUNTER_RANGE,
+    ENCOUNTERS,
+    GIVE_WAY,
+    HEAD_ON,
+    HEAD_ON_BEARING,
+    HEAD_ON_COURSE,
+    OVERTAKEN,
+    OVERTAKING,
+    RULES,
+    STAND_ON,
+    classify_pairs,
+)
 
-HEAD_ON_BEARING = 10.0  # deg either side of dead ahead
-HEAD_ON_COURSE = 10.0  # deg either side of the reciprocal course
-ABAFT_BEAM = 112.5  # deg: more than 22.5 degrees abaft the beam
 TURN_THRESHOLD = 10.0  # deg: a course alteration, not a wobble
-CLEAR_MARGIN = 1.0  # m beyond contact (the COLREGs penalty's passing margin, sim/colregs.py)
-ENCOUNTER_RANGE = 20.0  # m, the vessels' perception range: a target never this close was not met
-
-HEAD_ON, GIVE_WAY, STAND_ON, OVERTAKING, OVERTAKEN = (
-    "head-on", "crossing, give way", "crossing, stand on", "overtaking", "overtaken",
-)  # fmt: skip
-RULES = {HEAD_ON: "14", GIVE_WAY: "15", STAND_ON: "17", OVERTAKING: "13", OVERTAKEN: "13"}
-
-
-ENCOUNTERS = (HEAD_ON, GIVE_WAY, STAND_ON, OVERTAKING, OVERTAKEN)  # classify_pairs' codes
-
-
-def classify_pairs(pos: torch.Tensor, heading: torch.Tensor, speed: torch.Tensor) -> torch.Tensor:
-    """The encounter (module docstring) of every pair of ships, batched: ``[..., i, j]`` int64,
-    an index into :data:`ENCOUNTERS`, of ship ``j`` as a target of ship ``i`` as the own ship
-    (the diagonal is meaningless). ``pos [..., R, 2]`` m world, ``heading [..., R]`` rad
-    clockwise from North, ``speed [..., R]`` m/s; any float dtype and device, no host sync."""
-    own_pos, target_pos = pos.unsqueeze(-2), pos.unsqueeze(-3)  # [..., i, 1, 2], [..., 1, j, 2]
-    own_heading, target_heading = heading.unsqueeze(-1), heading.unsqueeze(-2)
-    own_speed, target_speed = speed.unsqueeze(-1), speed.unsqueeze(-2)
-    beta = bearing(own_pos, own_heading, target_pos)  # the target seen from the own ship
-    alpha = bearing(target_pos, target_heading, own_pos)  # the own ship seen from the target
-    course = wrap_to_180(torch.rad2deg(target_heading - own_heading))
-    abaft = 360.0 - ABAFT_BEAM
-    overtaking = (alpha > ABAFT_BEAM) & (alpha < abaft) & (own_speed > target_speed)
-    overtaken = (beta > ABAFT_BEAM) & (beta < abaft) & (target_speed > own_speed)
-    ahead = torch.minimum(beta, 360.0 - beta) <= HEAD_ON_BEARING
-    head_on = ahead & (course.abs() >= 180.0 - HEAD_ON_COURSE)
-    code = torch.where(beta < 180.0, ENCOUNTERS.index(GIVE_WAY), ENCOUNTERS.index(STAND_ON))
-    code = torch.where(head_on, ENCOUNTERS.index(HEAD_ON), code)
-    code = torch.where(overtaken, ENCOUNTERS.index(OVERTAKEN), code)
-    return torch.where(overtaking, ENCOUNTERS.index(OVERTAKING), code)
+CLEAR_MARGIN = PASSING_MARGIN  # m beyond contact (the COLREGs penalty's passing margin)
 
 
 def classify(
@@ -89,8 +60,8 @@ def classify(
     target_heading: torch.Tensor,
     target_speed: torch.Tensor,
 ) -> str:
-    """The encounter (module docstring) of one target with the own ship: positions ``[2]`` m,
-    headings ``[]`` rad, speeds ``[]`` m/s; :func:`classify_pairs` in float64."""
+    """The encounter (:mod:`marinenav.sim.situation`) of one target with the own ship: positions
+    ``[2]`` m, headings ``[]`` rad, speeds ``[]`` m/s; :func:`classify_pairs` in float64."""
     f64 = torch.float64
     pos = torch.stack([own_pos, target_pos]).to(f64)
     heading = torch.stack([torch.as_tensor(own_heading), torch.as_tensor(target_heading)])

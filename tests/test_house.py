@@ -5,6 +5,8 @@ speaks and no module copies; and tests that share helpers through helper modules
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -352,14 +354,17 @@ def test_the_old_planner_paths_are_the_planner_packages_own_modules() -> None:
     assert all(getattr(package, name) is getattr(load, name) for name in package.__all__)
 
 
-def test_the_encounter_checks_use_the_simulators_range_and_margin() -> None:
-    """The checks' 20 m and 1 m are the perception range and the COLREGs penalty's passing
-    margin. They are written in marinenav/encounters.py, below the simulator (whose
-    closest-approach memory imports the checks' classification), so a change to either side
-    must be made to both."""
-    from marinenav.encounters import CLEAR_MARGIN, ENCOUNTER_RANGE
-    from marinenav.sim.colregs import PASSING_MARGIN
-    from marinenav.sim.constants import PERCEPTION_DEFAULTS
-
-    assert ENCOUNTER_RANGE == PERCEPTION_DEFAULTS["range"]
-    assert CLEAR_MARGIN == PASSING_MARGIN
+def test_the_simulator_imports_nothing_above_it() -> None:
+    """``marinenav.sim`` sits below the scenarios, the checks and the training: importing it
+    (in a fresh interpreter) loads no marinenav module outside it but the shared vocabulary
+    (angles, files, keys). The encounter situations it classifies live in sim/situation.py,
+    and the COLREGs checks read them from there."""
+    code = (
+        "import sys, marinenav.sim, marinenav.sim.approach;"
+        "print(' '.join(m for m in sys.modules if m.startswith('marinenav.')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    outside = {m for m in loaded if not m.startswith("marinenav.sim")}
+    assert outside <= {"marinenav.angles", "marinenav.files", "marinenav.keys"}, outside

@@ -30,7 +30,11 @@ import torch
 from torch import Tensor
 
 from marinenav.angles import wrap_to_pi
-from marinenav.encounters import (
+from marinenav.sim.approach import ClosestApproach
+from marinenav.sim.constants import VesselRole
+from marinenav.sim.rules import StepEvents
+from marinenav.sim.scenario import Scenario
+from marinenav.sim.situation import (
     ABAFT_BEAM,
     ENCOUNTER_RANGE,
     ENCOUNTERS,
@@ -38,10 +42,6 @@ from marinenav.encounters import (
     HEAD_ON_BEARING,
     classify_pairs,
 )
-from marinenav.sim.approach import ClosestApproach
-from marinenav.sim.constants import VesselRole
-from marinenav.sim.rules import StepEvents
-from marinenav.sim.scenario import Scenario
 
 AGAINST = ("traffic", "any")  # which vessels the term protects
 # where give_way_check_penalty fixes who gives way: at the episode's start (as the COLREGs
@@ -121,7 +121,7 @@ def bow_crossing_penalty(
     """``[E, R]``: ``-weight`` for a policy vessel on the step on which it crosses another
     vessel's course line ahead of that vessel's beam, from its port side to its starboard side,
     less than ``within`` metres from it after the step (default
-    :data:`~marinenav.encounters.ENCOUNTER_RANGE`, the perception range): it crossed the bow of
+    :data:`~marinenav.sim.situation.ENCOUNTER_RANGE`, the perception range): it crossed the bow of
     a vessel that had it on its port side, i.e. of one it had to keep out of the way of (rule
     15; in a head-on meeting, a turn to port across the other's bow). Once per crossing (the
     step of the sign change), summed over the vessels crossed; 0 elsewhere. Passing astern,
@@ -250,10 +250,10 @@ def give_way_check_penalty(
     ahead of, and nothing else, whatever it steered.
 
     The check fixes who gives way once, at the episode's start
-    (:func:`~marinenav.encounters.classify_pairs` on the scenario's start positions, headings and
+    (:func:`~marinenav.sim.situation.classify_pairs` on the scenario's start positions, headings and
     speeds: the other vessel on the own starboard side, not head-on, no overtaking), and reads
     the pass at the closest approach of the whole track: a give-way encounter is broken when
-    there, within :data:`~marinenav.encounters.ENCOUNTER_RANGE`, the own vessel is not abaft the
+    there, within :data:`~marinenav.sim.situation.ENCOUNTER_RANGE`, the own vessel is not abaft the
     other's beam (its bearing from the other's bow not in (90, 270) deg). The simulator keeps
     every pair's closest approach so far (:mod:`marinenav.sim.approach`), so the verdict so far
     is known after every step; the term pays its change: ``-weight`` on the step on which the
@@ -310,9 +310,9 @@ def port_turn_penalty(
 ) -> Tensor:
     """``[E, R]``: ``-weight`` per radian that a policy vessel turned to port on the step
     (its heading's change, wrapped; 0 for a turn to starboard), if another vessel within
-    :data:`~marinenav.encounters.ENCOUNTER_RANGE` after the step bears from its bow between
-    :data:`~marinenav.encounters.HEAD_ON_BEARING` to port and
-    :data:`~marinenav.encounters.ABAFT_BEAM` to starboard (head-on, or to starboard as a ship
+    :data:`~marinenav.sim.situation.ENCOUNTER_RANGE` after the step bears from its bow between
+    :data:`~marinenav.sim.situation.HEAD_ON_BEARING` to port and
+    :data:`~marinenav.sim.situation.ABAFT_BEAM` to starboard (head-on, or to starboard as a ship
     to give way to) and the step brought the two closer: the alteration rules 14 and 15 ask to
     be to starboard, and which their checks read first (:mod:`marinenav.encounters`). 0
     elsewhere. ``against`` as in :func:`cross_ahead_penalty`; needs ``events.pos_before`` and
@@ -337,7 +337,7 @@ def give_way_speed_penalty(
 ) -> Tensor:
     """``[E, R]``: ``-weight`` per metre that a policy vessel made good on the step (straight
     from where it was before the step to where it is after), if after the step another vessel
-    within :data:`~marinenav.encounters.ENCOUNTER_RANGE` is on its starboard side with the
+    within :data:`~marinenav.sim.situation.ENCOUNTER_RANGE` is on its starboard side with the
     policy vessel still ahead of that vessel's beam (as :func:`cross_ahead_penalty`: one it
     must keep out of the way of and has not passed astern of) and the step brought the two
     closer. 0 elsewhere. A ship that races across the give-way target's bow pays for every
@@ -360,7 +360,7 @@ def stand_on_turn_penalty(
 ) -> Tensor:
     """``[E, R]``: ``-weight`` per radian that a policy vessel turned to port on the step (its
     heading's change, wrapped; 0 for a turn to starboard), if after the step another vessel
-    within :data:`~marinenav.encounters.ENCOUNTER_RANGE` must keep out of its way (has it on its
+    within :data:`~marinenav.sim.situation.ENCOUNTER_RANGE` must keep out of its way (has it on its
     starboard side and is still ahead of its beam, as :func:`give_way_speed_penalty` reads it
     from the other side) and the step brought the two closer. 0 elsewhere. COLREGs rule 17: the
     stand-on vessel keeps its course and speed, and if it must act, does not turn to port for a
@@ -383,7 +383,7 @@ def cross_ahead_penalty(
 ) -> Tensor:
     """``[E, R]``: ``-weight`` for a policy vessel on a step after which another vessel lies on
     its starboard side (relative bearing in (0, 112.5] deg, as a give-way crossing or a head-on
-    target just to starboard) within :data:`~marinenav.encounters.ENCOUNTER_RANGE`, while the
+    target just to starboard) within :data:`~marinenav.sim.situation.ENCOUNTER_RANGE`, while the
     policy vessel is ahead of that vessel's beam (bearing from its bow within 90 deg): crossing
     ahead of a ship it must keep out of the way of. Passing astern, or turning so that the
     other vessel is to port, ends it. 0 elsewhere (traffic, absent slots, no such vessel).

@@ -12,8 +12,8 @@ episode, updated after every step), so that a rule can read the checks' verdict 
 The checks classify an encounter once, at the episode's start, where the Imazu cases begin
 theirs. Where vessels start anywhere (the random layouts), the encounter begins where the two
 can first see each other: :class:`ClosestApproach` also keeps the encounter
-(:func:`marinenav.encounters.classify_pairs`, with the speeds through the water then) as it was
-on the first step the two were within :data:`~marinenav.encounters.ENCOUNTER_RANGE`.
+(:func:`marinenav.sim.situation.classify_pairs`, with the speeds through the water then) as it was
+on the first step the two were within :data:`~marinenav.sim.situation.ENCOUNTER_RANGE`.
 
 Frames: world x is North, y is East; headings clockwise from North (rad); bearings relative to
 a vessel's bow (deg in [0, 360), clockwise). Shapes: ``E`` environments, ``R`` vessel slots;
@@ -28,7 +28,7 @@ from typing import NamedTuple
 import torch
 
 from marinenav.angles import bearing
-from marinenav.encounters import ENCOUNTER_RANGE, classify_pairs
+from marinenav.sim.situation import ENCOUNTER_RANGE, classify_pairs
 
 NOT_MET = -1  # ClosestApproach.encounter of a pair never yet within ENCOUNTER_RANGE
 
@@ -38,7 +38,7 @@ class ClosestApproach(NamedTuple):
 
     distance: torch.Tensor  # m, between the two centres
     bearing: torch.Tensor  # deg in [0, 360): vessel j seen from vessel i's bow, there and then
-    # int64: the encounter (encounters.ENCOUNTERS index) of target j with own vessel i as it was
+    # int64: the encounter (situation.ENCOUNTERS index) of target j with own vessel i as it was
     # when the two first came within ENCOUNTER_RANGE; NOT_MET before
     encounter: torch.Tensor
 

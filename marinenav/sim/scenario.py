@@ -153,7 +153,7 @@ class Scenario:
     @property
     def init_speed(self) -> torch.Tensor:
         """``[n, R]`` m/s: every robot's speed through the water at the start (what the COLREGs
-        encounters are classified with, :func:`marinenav.encounters.classify_pairs`)."""
+        encounters are classified with, :func:`marinenav.sim.situation.classify_pairs`)."""
         return torch.linalg.vector_norm(self.init_velocity_r[..., :2], dim=-1)
 
     @property
