@@ -271,6 +271,50 @@ def named_paths(page: Path) -> list[str]:
     return [p.rstrip("/.") for p in found if p and not p.startswith("#")]
 
 
+def _heading_anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a Markdown page's headings (outside code blocks): lower case,
+    punctuation but ``-`` and ``_`` dropped, spaces as ``-``, a repeated one numbered ``-1``,
+    ``-2``; and any ``<a name="...">``."""
+    out: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = None if fenced else re.match(r"#{1,6} (.*)", line)
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+            out.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+            seen[slug] = seen.get(slug, 0) + 1
+        out.update(re.findall(r'<a (?:name|id)="([^"]+)"', line))
+    return out
+
+
+def test_heading_anchors_follow_github() -> None:
+    """The anchor rule above on a hand-written page: punctuation, code, a repeat."""
+    import tempfile
+
+    text = "# Recipes: what `python train.py` does\n```\n# not a heading\n```\n## A, b\n## A, b\n"
+    with tempfile.TemporaryDirectory() as folder:
+        page = Path(folder) / "page.md"
+        page.write_text(text)
+        assert _heading_anchors(page) == {"recipes-what-python-trainpy-does", "a-b", "a-b-1"}
+
+
+def test_every_section_link_names_a_heading_of_its_page() -> None:
+    """A link ``[text](page.md#anchor)`` or ``[text](#anchor)`` in the README or docs lands on a
+    heading of that page: a renamed heading breaks no link silently."""
+    broken = []
+    for page in PAGES:
+        for target, anchor in re.findall(r"\]\(([^)\s#]*)#([^)\s]+)\)", page.read_text()):
+            if target.startswith(("http:", "https:")):
+                continue
+            linked = page.parent / target if target else page
+            if linked.is_file() and anchor not in _heading_anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
+    assert broken == []
+
+
 def test_every_path_the_docs_name_exists() -> None:
     """A path in the README's or docs' code or links names a file or folder of the
     repository (from its root, the page's folder or the package), apart from the run-directory
