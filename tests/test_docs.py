@@ -290,15 +290,13 @@ def _heading_anchors(page: Path) -> set[str]:
     return out
 
 
-def test_heading_anchors_follow_github() -> None:
+def test_heading_anchors_follow_github(tmp_path: Path) -> None:
     """The anchor rule above on a hand-written page: punctuation, code, a repeat."""
-    import tempfile
-
-    text = "# Recipes: what `python train.py` does\n```\n# not a heading\n```\n## A, b\n## A, b\n"
-    with tempfile.TemporaryDirectory() as folder:
-        page = Path(folder) / "page.md"
-        page.write_text(text)
-        assert _heading_anchors(page) == {"recipes-what-python-trainpy-does", "a-b", "a-b-1"}
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Recipes: what `python train.py` does\n```\n# not a heading\n```\n## A, b\n## A, b\n"
+    )
+    assert _heading_anchors(page) == {"recipes-what-python-trainpy-does", "a-b", "a-b-1"}
 
 
 def test_every_section_link_names_a_heading_of_its_page() -> None:
