@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs_utils import heading_anchors
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -271,32 +273,13 @@ def named_paths(page: Path) -> list[str]:
     return [p.rstrip("/.") for p in found if p and not p.startswith("#")]
 
 
-def _heading_anchors(page: Path) -> set[str]:
-    """The anchors GitHub gives a Markdown page's headings (outside code blocks): lower case,
-    punctuation but ``-`` and ``_`` dropped, spaces as ``-``, a repeated one numbered ``-1``,
-    ``-2``; and any ``<a name="...">``."""
-    out: set[str] = set()
-    seen: dict[str, int] = {}
-    fenced = False
-    for line in page.read_text().splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        heading = None if fenced else re.match(r"#{1,6} (.*)", line)
-        if heading:
-            slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
-            out.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
-            seen[slug] = seen.get(slug, 0) + 1
-        out.update(re.findall(r'<a (?:name|id)="([^"]+)"', line))
-    return out
-
-
 def test_heading_anchors_follow_github(tmp_path: Path) -> None:
-    """The anchor rule above on a hand-written page: punctuation, code, a repeat."""
+    """GitHub's anchor rule on a hand-written page: punctuation, code, a repeat."""
     page = tmp_path / "page.md"
     page.write_text(
         "# Recipes: what `python train.py` does\n```\n# not a heading\n```\n## A, b\n## A, b\n"
     )
-    assert _heading_anchors(page) == {"recipes-what-python-trainpy-does", "a-b", "a-b-1"}
+    assert heading_anchors(page) == {"recipes-what-python-trainpy-does", "a-b", "a-b-1"}
 
 
 def test_every_section_link_names_a_heading_of_its_page() -> None:
@@ -308,7 +291,7 @@ def test_every_section_link_names_a_heading_of_its_page() -> None:
             if target.startswith(("http:", "https:")):
                 continue
             linked = page.parent / target if target else page
-            if linked.is_file() and anchor not in _heading_anchors(linked):
+            if linked.is_file() and anchor not in heading_anchors(linked):
                 broken.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
     assert broken == []
 

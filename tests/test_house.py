@@ -14,6 +14,7 @@ import torch
 
 from marinenav.envs import MarineNavEnv
 from marinenav.keys import DTYPES, GROUP, OBSERVATION_KEYS, dtype_named
+from tests import docs_utils
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -255,12 +256,6 @@ def test_no_citation_of_an_external_specification() -> None:
     assert found == []
 
 
-def _anchor(heading: str) -> str:
-    """The link anchor a Markdown page gives ``heading`` (GitHub's rule: lower case, spaces to
-    hyphens, punctuation dropped)."""
-    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-
-
 def test_exported_files_name_their_calling_convention_by_a_doc_section() -> None:
     """The ``spec`` record of an exported planner file is ``docs/<page>.md#<anchor>``, a
     section of the docs that describes the C++ node's call."""
@@ -271,7 +266,7 @@ def test_exported_files_name_their_calling_convention_by_a_doc_section() -> None
     spec = metadata(build_agent(tiny_config("agent=dqn").agent, "cpu", run_seed=0))["spec"]
     page, _, anchor = spec.partition("#")
     assert page.startswith("docs/") and (ROOT / page).is_file(), spec
-    assert anchor in [_anchor(h) for h in _headings(ROOT / page)], spec
+    assert anchor in [docs_utils.anchor(h) for h in docs_utils.headings(ROOT / page)], spec
 
 
 def test_tests_cite_behaviour_not_issue_numbers() -> None:
@@ -282,11 +277,6 @@ def test_tests_cite_behaviour_not_issue_numbers() -> None:
              for path in sorted((ROOT / "tests").glob("*.py"))
              for text in [path.read_text()] for m in pattern.finditer(text)]  # fmt: skip
     assert found == []
-
-
-def _headings(page: Path) -> list[str]:
-    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
-    return [m.group(1).strip() for m in re.finditer(r"^#+\s+(.*)$", text, re.M)]
 
 
 def test_docs_citations_name_existing_sections() -> None:
@@ -300,7 +290,7 @@ def test_docs_citations_name_existing_sections() -> None:
         text = path.read_text()
         for m in _DOC_CITATION.finditer(text):
             page, title = ROOT / m.group(1), " ".join(re.sub(r"\n\s*#", " ", m.group(2)).split())
-            headings = _headings(page) if page.is_file() else []
+            headings = docs_utils.headings(page) if page.is_file() else []
             if not any(h == title or h.startswith((title + " (", title + ":")) for h in headings):
                 line = text.count("\n", 0, m.start()) + 1
                 wrong.append(f'{path.relative_to(ROOT)}:{line}: {m.group(1)}, "{title}"')
