@@ -51,7 +51,7 @@ def _paths(spec: str) -> list[Path]:
     if any(char in spec for char in "*?[") and not Path(spec).exists():
         matches = sorted(glob.glob(spec))
         if not matches:
-            raise FileNotFoundError(f"{spec} matches no run directory")
+            raise FileNotFoundError(f"{spec} matches no run directory or evaluation file")
         return [Path(match) for match in matches]
     return [Path(spec)]
 
