@@ -5,7 +5,7 @@
 # does not stop the next.
 #
 #   OUT=/tmp/out bash benchmarks/device_check.sh [PART ...]
-#   # parts: tests sim train run recipe compiled
+#   # parts: tests sim train run recipe compiled mixed
 #
 # XDIST=N runs the tests in N processes (pytest-xdist); AGENT (ac_iqn), SEED (0) and
 # RECIPE_LIMIT (seconds, 330) set the recipe part's agent, seed and time limit.
@@ -28,7 +28,7 @@ for p in $parts; do
       timeout 200 python3 -m pytest -q -m cuda -p no:cacheprovider -rs ${XDIST:+-n $XDIST} \
         tests/test_no_host_sync.py tests/test_generation.py tests/test_nstep.py \
         tests/test_prioritized_sampler.py tests/test_agent_rainbow.py tests/test_env.py \
-        tests/test_compile.py ;;
+        tests/test_compile.py tests/test_training.py ;;
     sim)    # simulator robot-steps/s, eager, 5 robots 4 obstacles, no cores
       timeout 120 python3 benchmarks/sim_throughput.py --device cuda --envs 1024 8192 65536 \
         --cores 0 --paths eager --seconds 2 ;;
@@ -71,5 +71,21 @@ for p in $parts; do
         timeout 200 python3 benchmarks/train_throughput.py --agent ac_iqn --device cuda \
           --envs 320 --seconds 4 --set cudagraphs=true $extra
       done ;;
+    mixed)  # the best mixed recipe's training loop (docs/results.md, "The pass constraint with
+            # the check as a fixed term"): Rainbow's update is not one CUDA graph (noisy layers
+            # draw from a generator of their own), so eager and compile=true, at the recipe's 16
+            # environments and at 256, beside one CPU core of the same machine
+      mixed="scenario=mix scenario.passed_ahead_penalty=5 scenario.port_turn_penalty=20
+        scenario.cross_ahead_of=traffic +scenario.parts.open_water.options.traffic=0.3
+        +scenario.parts.currents.options.traffic=0.3 training.constraint.term=passed_ahead
+        training.constraint.target=0.1 training.constraint.lr=0.002
+        training.policy_average_start=0.5 training.replay_capacity=3000000
+        scenario.give_way_check_penalty=5 scenario.give_way_check_from=in_range"
+      timeout 60 python3 benchmarks/train_throughput.py --agent rainbow --envs 16 --seconds 4 \
+        --set $mixed
+      timeout 100 python3 benchmarks/train_throughput.py --agent rainbow --device cuda \
+        --envs 16 256 --seconds 4 --set $mixed
+      timeout 200 python3 benchmarks/train_throughput.py --agent rainbow --device cuda \
+        --envs 16 --seconds 4 --set $mixed compile=true ;;
   esac 2>&1 | tee "$out/$p.txt"
 done

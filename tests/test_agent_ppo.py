@@ -35,7 +35,7 @@ from marinenav.training.rollout import RolloutLearner
 from marinenav.training.updater import Updater
 from tests.agent_utils import robot_observations
 from tests.compile_utils import needs_cxx
-from tests.sync_utils import count_read_backs
+from tests.sync_utils import count_read_backs, take_the_cuda_code_path
 
 AGENTS = [MAPPOAgent, IPPOAgent]
 ROOT = Path(__file__).resolve().parents[1]
@@ -300,6 +300,7 @@ def test_pooling_over_the_other_acting_robots_against_a_loop() -> None:
 def test_one_learner_cycle_on_the_env_moves_the_networks_without_host_reads(cls) -> None:
     agent = cls(PPOConfig(rollout_steps=4, epochs=2, minibatches=4))
     env = MarineNavEnv(5, "continuous", num_robots=3, seed=0, validate=False, max_episode_steps=2)
+    take_the_cuda_code_path(env.sim)
     learner = RolloutLearner(agent, Updater(agent), _run_config(5, 3), "cpu")
     before = {name: p.detach().clone() for name, p in agent.named_parameters()}
     td = env.reset()

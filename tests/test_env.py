@@ -20,7 +20,7 @@ from marinenav.scenarios import HarbourLayout
 from marinenav.sim import InfoState
 from marinenav.sim.scenario_json import load_scenario_file
 from tests.reference_data import REFERENCE_DIR
-from tests.sync_utils import count_read_backs
+from tests.sync_utils import count_read_backs, take_the_cuda_code_path
 
 ONE_ROBOT = json.loads((Path(__file__).parent / "data" / "one_robot_one_obstacle.json").read_text())
 KINDS = ["discrete", "continuous"]
@@ -210,7 +210,7 @@ def test_set_seed_reproduces() -> None:
 
 def test_step_and_reset_make_no_read_back() -> None:
     env = MarineNavEnv(4, "discrete", validate=False, max_episode_steps=10)
-    env.sim.compact_resets = False  # the CUDA code path
+    take_the_cuda_code_path(env.sim)
     td = env.reset()
     gen = torch.Generator().manual_seed(0)
     with count_read_backs() as counts:

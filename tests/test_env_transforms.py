@@ -16,7 +16,7 @@ from torchrl.envs import (
 )
 
 from marinenav.envs import MarineNavEnv, step_and_reset
-from tests.sync_utils import count_read_backs
+from tests.sync_utils import count_read_backs, take_the_cuda_code_path
 
 LOC, SCALE = 1.0, 2.0
 SELF_STATE = ("agents", "self_state")
@@ -85,6 +85,7 @@ def test_step_and_reset_honours_transforms_at_restarts() -> None:
 @pytest.mark.parametrize("norm", [False, True], ids=["counters", "with_observation_norm"])
 def test_step_and_reset_reads_nothing_back(norm: bool) -> None:
     env = transformed(MarineNavEnv(4, "discrete", num_robots=2, seed=0, validate=False), norm)
+    take_the_cuda_code_path(env.base_env.sim)
     td = env.reset()
     steps = actions(5, 4, 2)
     with count_read_backs() as counts:

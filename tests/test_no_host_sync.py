@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from marinenav.sim import MarineNavSimulator
-from tests.sync_utils import count_read_backs
+from tests.sync_utils import count_read_backs, take_the_cuda_code_path
 
 
 def _drive(sim: MarineNavSimulator, steps: int) -> None:
@@ -32,12 +32,31 @@ def test_counting_catches_a_read_back() -> None:
         bool(torch.ones(1) > 0)
         torch.ones(1).item()
     assert counts["__bool__"] == 1 and counts["item"] == 1
+    assert sum(counts.values()) == 2  # a read-back's own operators are not counted again
+
+
+def test_counting_catches_what_waits_on_a_cuda_device() -> None:
+    x, mask = torch.arange(6.0), torch.tensor([True, False] * 3)
+    with count_read_backs() as counts:
+        x[mask]
+        x[mask] = 0.0
+        mask.nonzero()
+        torch.repeat_interleave(torch.tensor([1, 2]))
+    assert counts["index"] == 0 and counts["aten.index"] == 1
+    assert counts["aten.nonzero"] == 1 and counts["aten.repeat_interleave"] == 1
+    assert sum(counts.values()) == 4, dict(counts)  # the assignment: index_put_ or masked_fill_
+    with count_read_backs() as counts:  # the same work in shapes known before it runs
+        torch.where(mask, x, 0.0)
+        x.masked_fill(mask, 0.0)
+        x[torch.tensor([0, 2])]
+        torch.repeat_interleave(torch.tensor([1, 2]), output_size=3)
+    assert sum(counts.values()) == 0, dict(counts)
 
 
 @pytest.mark.parametrize("action_kind", ["discrete", "continuous"])
 def test_step_and_masked_reset_make_no_read_back(action_kind: str) -> None:
     sim = MarineNavSimulator(6, action_kind, core_slots=2, validate=False, max_episode_steps=40)
-    sim.compact_resets = False  # the CUDA code path; compaction is CPU-only
+    take_the_cuda_code_path(sim)
     with count_read_backs() as counts:
         _drive(sim, 300)
     assert sum(counts.values()) == 0, dict(counts)

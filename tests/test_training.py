@@ -27,7 +27,7 @@ from tests.run_utils import (
     train_py,
     train_until_killed,
 )
-from tests.sync_utils import count_read_backs
+from tests.sync_utils import count_read_backs, take_the_cuda_code_path
 
 
 def test_schedules_follow_the_original() -> None:
@@ -190,24 +190,46 @@ TWO_PARTS = ("scenario=mix", "~scenario.parts.open_water", "~scenario.parts.curr
 # and the pass event priced over the Imazu part's episodes: the per-part and priced paths
 MIXED_AND_PRICED = (*TWO_PARTS, "scenario.passed_ahead_penalty=5",
                     "training.constraint.term=passed_ahead", "training.constraint.part=imazu")
-
-
-@pytest.mark.parametrize(
-    ("agent", "extra"),
-    [("dqn", ()), ("sac", ()), ("rainbow", ()), ("rainbow", MIXED_AND_PRICED)],
-    ids=["dqn", "sac", "rainbow", "rainbow-mix-priced"],
+# the options of docs/results.md's best mixed recipe on every part: traffic that holds on, the
+# rule terms, the rule-15 check as a fixed term and the pass constraint (the rule events' paths)
+BEST_MIXED_RECIPE = (
+    "scenario=mix", "scenario.passed_ahead_penalty=5", "scenario.port_turn_penalty=20",
+    "scenario.cross_ahead_of=traffic", "+scenario.parts.open_water.options.traffic=0.3",
+    "+scenario.parts.currents.options.traffic=0.3", "scenario.give_way_check_penalty=5",
+    "scenario.give_way_check_from=in_range", "training.constraint.term=passed_ahead",
+    "training.constraint.target=0.1", "scenario.parts.currents.options.num_cores=[4]",
 )
-def test_training_steps_make_no_host_read_back(agent: str, extra: tuple, tmp_path: Path) -> None:
-    cfg = tiny_config(f"agent={agent}", "env.num_envs=4", "env.max_episode_steps=20", *extra)
+
+
+SYNC_FREE_RUNS = pytest.mark.parametrize(
+    ("agent", "extra"),
+    [("dqn", ()), ("sac", ()), ("rainbow", ()), ("rainbow", MIXED_AND_PRICED),
+     ("rainbow", BEST_MIXED_RECIPE), ("ac_iqn", ())],
+    ids=["dqn", "sac", "rainbow", "rainbow-mix-priced", "rainbow-best-mixed-recipe", "ac_iqn"],
+)
+
+
+def _trainer_filled(agent: str, extra: tuple, device: str, tmp_path: Path) -> tuple[Trainer, Any]:
+    """A tiny run of ``agent`` with its replay filled up to learning_starts (40 timesteps), and
+    one batched step of the training loop (collect, count, learn) to call."""
+    cfg = tiny_config(f"agent={agent}", "env.num_envs=4", "env.max_episode_steps=20",
+                      f"device={device}", *extra)  # fmt: skip
     trainer = Trainer(cfg, tmp_path)
+    take_the_cuda_code_path(trainer.env.sim)  # on CUDA it already is
 
     def batched_step() -> None:  # what the training loop does per batched step
         trainer.step_environments()
         trainer.timesteps += cfg.env.num_envs
         trainer.learn()
 
-    for _ in range(10):  # fill the replay up to learning_starts (40 timesteps) first
+    for _ in range(10):
         batched_step()
+    return trainer, batched_step
+
+
+@SYNC_FREE_RUNS
+def test_training_steps_make_no_host_read_back(agent: str, extra: tuple, tmp_path: Path) -> None:
+    trainer, batched_step = _trainer_filled(agent, extra, "cpu", tmp_path)
     updates = trainer.updates
     with count_read_backs() as counts:
         for _ in range(200):
@@ -217,6 +239,26 @@ def test_training_steps_make_no_host_read_back(agent: str, extra: tuple, tmp_pat
     with count_read_backs() as counts:
         trainer.log_metrics(1.0, None)
     assert counts["tolist"] == 1 and sum(counts.values()) == 1  # one transfer per interval
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@SYNC_FREE_RUNS
+def test_cuda_training_steps_never_synchronise(agent: str, extra: tuple, tmp_path: Path) -> None:
+    """The CPU test above on a CUDA device, under ``set_sync_debug_mode("error")``: collecting,
+    storing, sampling and updating (and, in the mixed recipe, drawing each episode's part,
+    traffic, the rule terms and the priced term) never wait on the device."""
+    trainer, batched_step = _trainer_filled(agent, extra, "cuda", tmp_path)
+    updates = trainer.updates
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(100):
+            batched_step()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    assert trainer.updates == updates + 100
 
 
 @pytest.mark.parametrize(
