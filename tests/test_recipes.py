@@ -18,7 +18,7 @@ from marinenav.training.checkpoint import load_agent, load_checkpoint
 from marinenav.training.config import run_intervals
 from marinenav.training.trainer import Trainer
 from marinenav.training.updater import Updater
-from tests.run_utils import ROOT, compose_config, tiny_config
+from tests.run_utils import ROOT, WATERS_SETTINGS, compose_config, tiny_config
 
 PAPER_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow")
 REPLAY_AGENTS = ("ac_iqn", "iqn", "ddpg", "dqn", "sac", "rainbow", "td3")
@@ -90,6 +90,33 @@ def test_quick_recipe_keeps_the_agents_fast_part(agent: str) -> None:
     assert (quick.training.total_timesteps, quick.env.num_envs) == (400_000, 64)
     assert list(quick.curriculum.timesteps) == [0, 32_000, 64_000, 96_000, 128_000, 160_000]
     assert quick.training.policy_average_start == 0.4
+
+
+def test_waters_recipe_is_the_measured_mixed_command() -> None:
+    """recipe=waters for Rainbow composes to the command line docs/results.md measured as "the
+    pass constraint with the check as a fixed term" (the fast recipe with these overrides),
+    apart from the recipe's name."""
+    waters = compose_config("agent=rainbow", "recipe=waters")
+    measured = compose_config(
+        "agent=rainbow", "training.total_timesteps=960000", *WATERS_SETTINGS
+    )
+    assert waters.recipe == "waters" and measured.recipe == "fast"
+    with open_dict(measured):
+        measured.recipe = "waters"
+    assert waters == measured
+    assert waters.scenario.name == "mix" and waters.training.constraint.term == "passed_ahead"
+
+
+@pytest.mark.parametrize("agent", PAPER_AGENTS)
+def test_waters_recipe_keeps_the_agents_fast_part(agent: str) -> None:
+    """recipe=waters is every agent's fast part in the mixed waters on 960,000 timesteps, never
+    the agent's plain defaults (a recipe without an agent file of its own would give those)."""
+    fast = compose_config(f"agent={agent}", "recipe=fast")
+    waters = compose_config(f"agent={agent}", "recipe=waters")
+    assert dict(waters.agent) == dict(fast.agent)
+    assert waters.training.total_timesteps == 960_000
+    assert list(waters.curriculum.timesteps) == list(fast.curriculum.timesteps)
+    assert (waters.scenario.name, fast.scenario.name) == ("mix", "random")
 
 
 def test_fast_recipe_is_the_default_and_the_command_line_wins() -> None:

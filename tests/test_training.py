@@ -21,6 +21,7 @@ from marinenav.training.validation import ConfigError, gpu_advice, memory_estima
 from tests.compile_utils import needs_cxx
 from tests.run_utils import (
     TINY,
+    WATERS_SETTINGS,
     compose_config,
     logged_scalars,
     tiny_config,
@@ -190,15 +191,9 @@ TWO_PARTS = ("scenario=mix", "~scenario.parts.open_water", "~scenario.parts.curr
 # and the pass event priced over the Imazu part's episodes: the per-part and priced paths
 MIXED_AND_PRICED = (*TWO_PARTS, "scenario.passed_ahead_penalty=5",
                     "training.constraint.term=passed_ahead", "training.constraint.part=imazu")
-# the options of docs/results.md's best mixed recipe on every part: traffic that holds on, the
-# rule terms, the rule-15 check as a fixed term and the pass constraint (the rule events' paths)
-BEST_MIXED_RECIPE = (
-    "scenario=mix", "scenario.passed_ahead_penalty=5", "scenario.port_turn_penalty=20",
-    "scenario.cross_ahead_of=traffic", "+scenario.parts.open_water.options.traffic=0.3",
-    "+scenario.parts.currents.options.traffic=0.3", "scenario.give_way_check_penalty=5",
-    "scenario.give_way_check_from=in_range", "training.constraint.term=passed_ahead",
-    "training.constraint.target=0.1", "scenario.parts.currents.options.num_cores=[4]",
-)
+# recipe=waters (the best mixed recipe) on every part: traffic that holds on, the rule terms,
+# the rule-15 check as a fixed term and the pass constraint; the tiny curriculum's one stage
+BEST_MIXED_RECIPE = (*WATERS_SETTINGS, "scenario.parts.currents.options.num_cores=[4]")
 
 
 SYNC_FREE_RUNS = pytest.mark.parametrize(
