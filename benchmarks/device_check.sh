@@ -71,21 +71,15 @@ for p in $parts; do
         timeout 200 python3 benchmarks/train_throughput.py --agent ac_iqn --device cuda \
           --envs 320 --seconds 4 --set cudagraphs=true $extra
       done ;;
-    mixed)  # the best mixed recipe's training loop (docs/results.md, "The pass constraint with
-            # the check as a fixed term"): Rainbow's update is not one CUDA graph (noisy layers
-            # draw from a generator of their own), so eager and compile=true, at the recipe's 16
-            # environments and at 256, beside one CPU core of the same machine
-      mixed="scenario=mix scenario.passed_ahead_penalty=5 scenario.port_turn_penalty=20
-        scenario.cross_ahead_of=traffic +scenario.parts.open_water.options.traffic=0.3
-        +scenario.parts.currents.options.traffic=0.3 training.constraint.term=passed_ahead
-        training.constraint.target=0.1 training.constraint.lr=0.002
-        training.policy_average_start=0.5 training.replay_capacity=3000000
-        scenario.give_way_check_penalty=5 scenario.give_way_check_from=in_range"
+    mixed)  # the best mixed recipe's training loop (recipe=waters, docs/training.md):
+            # Rainbow's update is not one CUDA graph (noisy layers draw from a generator of
+            # their own), so eager and compile=true, at the recipe's 16 environments and at 256,
+            # beside one CPU core of the same machine
       timeout 60 python3 benchmarks/train_throughput.py --agent rainbow --envs 16 --seconds 4 \
-        --set $mixed
+        --set recipe=waters
       timeout 100 python3 benchmarks/train_throughput.py --agent rainbow --device cuda \
-        --envs 16 256 --seconds 4 --set $mixed
+        --envs 16 256 --seconds 4 --set recipe=waters
       timeout 200 python3 benchmarks/train_throughput.py --agent rainbow --device cuda \
-        --envs 16 --seconds 4 --set $mixed compile=true ;;
+        --envs 16 --seconds 4 --set recipe=waters compile=true ;;
   esac 2>&1 | tee "$out/$p.txt"
 done
