@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The checks that need a CUDA device, in one go, for a lent GPU machine (docs/benchmarks.md,
 # "On a GPU"). Run from the repository root with the project's wheels for that machine's Python
-# in .whl/ (torch is the machine's own); each part writes $OUT/<part>.txt and a failing part
-# does not stop the next.
+# in .whl/ (benchmarks/device_wheels.sh, run here first; torch is the machine's own); each part
+# writes $OUT/<part>.txt and a failing part does not stop the next.
 #
 #   OUT=/tmp/out bash benchmarks/device_check.sh [PART ...]
 #   # parts: tests sim train run recipe compiled mixed
