@@ -65,13 +65,16 @@ def syncs_on_cuda(func, args, kwargs) -> bool:
 
 
 class _CountSyncingOps(TorchDispatchMode):
-    def __init__(self, counts: Counter[str], inside_read_back: list[int]) -> None:
+    """Counts the CUDA-syncing operators into ``counts``, except while a read-back, counted on
+    its own, runs (``read_backs_running``)."""
+
+    def __init__(self, counts: Counter[str]) -> None:
         super().__init__()
-        self.counts, self.inside_read_back = counts, inside_read_back
+        self.counts, self.read_backs_running = counts, 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if not self.inside_read_back[0] and syncs_on_cuda(func, args, kwargs):
+        if not self.read_backs_running and syncs_on_cuda(func, args, kwargs):
             self.counts[f"aten.{func.overloadpacket.__name__}"] += 1
         return func(*args, **kwargs)
 
@@ -81,7 +84,7 @@ def count_read_backs():
     """Count host read-backs and CUDA-syncing operators while the block runs (see the module's
     docstring); ``sum(counts.values()) == 0`` is the no-host-sync assertion."""
     counts: Counter[str] = Counter()
-    inside_read_back = [0]
+    syncing_ops = _CountSyncingOps(counts)
     originals = {name: getattr(torch.Tensor, name) for name in READ_BACKS}
 
     def counting(name):
@@ -89,18 +92,18 @@ def count_read_backs():
 
         def wrapper(self, *args, **kwargs):
             counts[name] += 1
-            inside_read_back[0] += 1
+            syncing_ops.read_backs_running += 1
             try:
                 return original(self, *args, **kwargs)
             finally:
-                inside_read_back[0] -= 1
+                syncing_ops.read_backs_running -= 1
 
         return wrapper
 
     for name in READ_BACKS:
         setattr(torch.Tensor, name, counting(name))
     try:
-        with _CountSyncingOps(counts, inside_read_back):
+        with syncing_ops:
             yield counts
     finally:
         for name, original in originals.items():
