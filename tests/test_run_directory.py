@@ -17,6 +17,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
+from marinenav.training.machine import read_sessions
 from marinenav.training.rundir import LOCK_NAME, RESUMES_NAME, RunDirectoryError
 from marinenav.training.trainer import Trainer
 from marinenav.training.validation import ConfigError
@@ -165,6 +166,15 @@ def test_a_resume_that_does_not_fit_its_checkpoint_is_refused_before_writing(
         "evaluation.interval": [80, 40], "training.total_timesteps": [160, 200]}  # fmt: skip
     config = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
     assert config.agent.name == "dqn" and config.training.total_timesteps == 200
+    # each session (the start, the resume) recorded the code and the machine it ran on
+    sessions = read_sessions(run_dir)
+    assert [session["timestep"] for session in sessions] == [0, 160]
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    for session in sessions:
+        assert session["commit"] == (head.stdout.strip() if head.returncode == 0 else None)
+        assert session["device"] == "cpu" and session["gpu"] is None and session["cpu"]
+        assert session["host"] == socket.gethostname() and session["threads"] >= 1
 
 
 def test_a_refused_start_removes_only_the_directories_made_for_it(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from marinenav.files import append_line
+from marinenav.training.machine import SESSIONS_NAME
 from marinenav.training.validation import ConfigError
 
 LOCK_NAME = "run.lock"
@@ -35,6 +36,7 @@ RESUMES_NAME = "resumes.jsonl"  # one record per resume: when, from which timest
 RUN_OUTPUTS = (
     CHECKPOINT_NAME, f"{CHECKPOINT_NAME}.tmp", "best", "evaluated", "logs", "mlruns",
     "evaluations.jsonl", "eval_configs.json", RESUMES_NAME, "evaluation_large.json",
+    SESSIONS_NAME,
 )  # fmt: skip
 # keys a resumed run may change: its budget, when it evaluates, checkpoints and logs, and where
 # it runs; every other key shapes the tensors or the task, and must be the checkpoint's

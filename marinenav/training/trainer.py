@@ -84,6 +84,7 @@ from marinenav.training.constraint import PricedTerm, make_priced_term
 from marinenav.training.factory import build_agent, build_env, build_evaluator
 from marinenav.training.learners import make_learner
 from marinenav.training.loggers import make_logger, progress_bar, truncate_csv_logs
+from marinenav.training.machine import record_session
 from marinenav.training.rundir import (
     RunDirectoryLock,
     check_fresh_start,
@@ -303,6 +304,7 @@ class Trainer:
             truncate_csv_logs(self.run_dir / "logs", self.timesteps, self.evaluations)
         if resume_from is not None:
             say(record_resume(self.run_dir, self.timesteps, resume_from, changes))
+        record_session(self.run_dir, self.device, self.timesteps)  # the code and the machine
         warning = no_update_warning(cfg)
         if warning is not None:
             say(f"marinenav: {warning}", error=True)
