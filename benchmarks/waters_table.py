@@ -15,6 +15,11 @@ off on a near-parallel course, which a ship speeding up from its first step leav
 before it has altered course), the other columns count the rest; the last, "closest at the
 end", how many of the rest had their closest approach on the episode's last step (the own ship
 reached its goal, or its episode ended otherwise, with the target still closing).
+
+``--bars`` prints instead, per label, the bars of the mixed recipe's issue (:data:`BARS`: the
+success rate, not its interval, in open water, the harbour and with 4 vortex cores, the Imazu
+cases solved and kept) and which each meets, then how many labels meet every bar: the "k of n
+seeds" of docs/results.md, computed from the files (a water not evaluated fails its bar).
 """
 
 from __future__ import annotations
@@ -60,6 +65,38 @@ def row(label: str, metrics: dict[str, dict]) -> str:
     return f"| {label} | " + " | ".join(cells) + " |"
 
 
+# the mixed recipe's bars (issue 32): a success rate at least this in a water, or at least this
+# many of the 22 Imazu cases solved and kept to the COLREGs
+BARS = (("large", 0.90), ("harbour", 0.80), ("currents4", 0.85), ("solved", 20), ("kept", 18))
+
+
+def bar_values(metrics: dict[str, dict]) -> dict[str, float | None]:
+    """Per bar of :data:`BARS`, the label's value (``None``: that water was not evaluated)."""
+    values: dict[str, float | None] = {}
+    for water in WATERS:
+        m = metrics.get(water)
+        values[water] = sum(m["episodes"]["success"]) / len(m["episodes"]["success"]) if m else None
+    imazu = metrics.get("imazu")
+    values["solved"] = sum(imazu["episodes"]["success"]) if imazu else None
+    values["kept"] = imazu["colregs"]["kept"] if imazu else None
+    return values
+
+
+def bars_row(label: str, metrics: dict[str, dict]) -> tuple[str, bool]:
+    """The label's row of ``--bars`` (each bar's value, in bold when it misses) and whether it
+    meets every bar."""
+    values, cells, met = bar_values(metrics), [], 0
+    for name, bar in BARS:
+        value = values[name]
+        if value is None:
+            cells.append("-")
+            continue
+        text = f"{value:.3f}" if isinstance(bar, float) else str(value)
+        met += value >= bar
+        cells.append(text if value >= bar else f"**{text}**")
+    return f"| {label} | " + " | ".join(cells) + f" | {met} of {len(BARS)} |", met == len(BARS)
+
+
 EARLY = 5  # steps: a closest approach this early is the start geometry and the first actions
 
 BROKEN_COLUMNS = (
@@ -103,8 +140,20 @@ def main() -> None:
     parser.add_argument("--labels", nargs="*", help="rows in this order (default: all, sorted)")
     parser.add_argument("--broken", action="store_true",
                         help="the Imazu checks broken, by rule and what broke them")  # fmt: skip
+    parser.add_argument("--bars", action="store_true",
+                        help="the mixed bars per label; how many meet them all")  # fmt: skip
     args = parser.parse_args()
     table = load(args.directory)
+    if args.bars:
+        print("| planner | open water >= 0.90 | harbour >= 0.80 | 4 vortex cores >= 0.85 "
+              "| Imazu solved >= 20 | COLREGs kept >= 18 | bars met |")
+        print("| --- |" + " ---: |" * (len(BARS) + 1))
+        labels = args.labels or sorted(table)
+        rows = [bars_row(label, table.get(label, {})) for label in labels]
+        for text, _ in rows:
+            print(text)
+        print(f"\nevery bar: {sum(all_met for _, all_met in rows)} of {len(rows)}")
+        return
     if args.broken:
         print("| planner | COLREGs kept | rule 14 broken | rule 15 broken "
               f"| closest within {EARLY} steps "

@@ -1,7 +1,8 @@
 """``benchmarks/waters_table.py``, the tables of docs/results.md "Real waters", on hand-built
 evaluation files: a rate per water with its episode count, "-" for a water not evaluated, and
 with ``--broken`` each broken Imazu check counted once, by rule and reason, early, or at the
-episode's end."""
+episode's end; with ``--bars`` the mixed recipe's bars met per label and in how many labels
+all of them."""
 
 from __future__ import annotations
 
@@ -76,3 +77,32 @@ def test_rates_per_water_and_the_broken_checks(tmp_path: Path) -> None:
     assert cells["closest at the end"] == "2"
     assert old_row.count("?") == len(columns) - 1
     assert plain.count(" - ") == len(columns) - 1
+
+
+def _rate(successes: int, episodes: int) -> dict:
+    return {"episodes": _episodes([True] * successes + [False] * (episodes - successes))}
+
+
+def test_the_bars_met_per_label_and_how_many_meet_every_bar(tmp_path: Path) -> None:
+    def run(label: str, large: int, harbour: int, cores4: int, solved: int, kept: int) -> None:
+        _write(tmp_path, label, "large", _rate(large, 100))
+        _write(tmp_path, label, "harbour", _rate(harbour, 100))
+        _write(tmp_path, label, "currents4", _rate(cores4, 100))
+        imazu = _imazu([[]] * 22, [1.0] * 22, kept=kept)
+        imazu["episodes"]["success"] = [True] * solved + [False] * (22 - solved)
+        _write(tmp_path, label, "imazu", imazu)
+
+    run("every", 90, 80, 85, 20, 18)  # each bar exactly: met
+    run("harbour", 97, 79, 95, 22, 21)  # one short in the harbour
+    run("rules", 95, 90, 90, 21, 17)  # one check short
+    _write(tmp_path, "open_only", "large", _rate(99, 100))  # the other waters not evaluated
+
+    out = benchmark_py("waters_table.py", tmp_path, "--bars")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines[2:6]}
+    assert rows["every"] == ["0.900", "0.800", "0.850", "20", "18", "5 of 5 |"]
+    assert rows["harbour"] == ["0.970", "**0.790**", "0.950", "22", "21", "4 of 5 |"]
+    assert rows["rules"] == ["0.950", "0.900", "0.900", "21", "**17**", "4 of 5 |"]
+    assert rows["open_only"] == ["0.990", "-", "-", "-", "-", "1 of 5 |"]
+    assert lines[-1] == "every bar: 1 of 4"
