@@ -10,7 +10,8 @@
 #   OUT_DIR/sessions.jsonl               the code and machine of each session (when recorded)
 #   OUT_DIR/traced_<MODEL>_model.pt      the last checkpoint's planner
 #   OUT_DIR/imazu/<timestep>.md          every evaluated checkpoint on the 22 Imazu cases, in the
-#                                        run's own conditions (`evaluate ... --scenario imazu`)
+#                                        run's own conditions (`evaluate ... --scenario imazu`;
+#                                        one already there is kept: evaluate them while it trains)
 #   OUT_DIR/logs/*.csv, logs/imazu/*.csv the priced term's multiplier and cost, the pass and
 #                                        check rewards, the episodes, the Imazu part's success
 #   OUT_DIR/SOURCE.md                    the command, commit, machine and CPU minutes, to finish
@@ -32,8 +33,10 @@ cp "$run/evaluations.jsonl" "$out/"
 "$python" -m marinenav.export "$run" --out "$out" > /dev/null
 rm -rf "$out/best"        # a seed of many: the last checkpoint is what is claimed
 find "$out" -name checkpoint.pt -delete
-for t in $(ls "$run/evaluated" | sort -n); do
-  "$python" -m marinenav.evaluate "$run/evaluated/$t" --scenario imazu > "$out/imazu/$t.md"
+for t in $(ls "$run/evaluated" | sort -n); do   # a record already there (non-empty) is kept
+  [ -s "$out/imazu/$t.md" ] && continue
+  "$python" -m marinenav.evaluate "$run/evaluated/$t" --scenario imazu > "$out/imazu/$t.md.tmp"
+  mv "$out/imazu/$t.md.tmp" "$out/imazu/$t.md"
 done
 train="$run/logs/scalars/train"
 for name in multiplier_passed_ahead cost_passed_ahead episodes reward_passed_ahead \
