@@ -53,6 +53,7 @@ from marinenav.training.evaluation import (
     Evaluator,
     run_conditions,
 )
+from marinenav.training.machine import machine_record
 
 PLANNER_GAMMA = 0.99  # the original's discount, for the reported return of a planner
 
@@ -262,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, PlannerLoadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    # the code and machine that evaluated: an evaluation's numbers are its simulator's
+    metrics["evaluated_by"] = machine_record(args.device if args.run_dir else "cpu")
     print(f"marinenav: evaluated on {chosen.label}", file=sys.stderr)
     print(format_table(metrics))
     if "encounters" in metrics:

@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from marinenav.agents import make_agent
 from marinenav.evaluate import act_at_cvar, evaluate_run, format_table, main
 from marinenav.training.trainer import Trainer
-from tests.run_utils import tiny_config
+from tests.run_utils import ROOT, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,15 @@ def test_command_line(run_dir: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "| success_rate |" in done.stdout
-    assert json.loads(out.read_text())["episodes"]["success"] is not None
+    metrics = json.loads(out.read_text())
+    assert metrics["episodes"]["success"] is not None
+    # what evaluated it: this checkout's commit (or none), the device, the libraries
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert metrics["evaluated_by"]["commit"] == (head.stdout.strip() if head.returncode == 0
+                                                 else None)  # fmt: skip
+    assert metrics["evaluated_by"]["device"] == "cpu"
+    assert metrics["evaluated_by"]["torch"] == torch.__version__
     missing = subprocess.run(
         [sys.executable, "-m", "marinenav.evaluate", str(tmp_path / "nothing")],
         capture_output=True, text=True, timeout=300,

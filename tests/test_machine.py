@@ -57,5 +57,5 @@ def test_sessions_are_appended_in_order(tmp_path: Path) -> None:
     record_session(tmp_path, torch.device("cpu"), 960)
     sessions = read_sessions(tmp_path)
     assert [s["timestep"] for s in sessions] == [0, 960]
-    assert set(sessions[0]) == set(machine_record("cpu"))
+    assert set(sessions[0]) == {"timestep", *machine_record("cpu")}
     assert sessions[1]["torch"] == torch.__version__ and sessions[1]["device"] == "cpu"

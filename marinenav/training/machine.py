@@ -82,13 +82,14 @@ def _version(name: str) -> str | None:
         return None
 
 
-def machine_record(device: torch.device | str, timestep: int = 0) -> dict[str, Any]:
-    """One session's record (the keys of the module docstring); ``device`` is the run's."""
+def machine_record(device: torch.device | str) -> dict[str, Any]:
+    """What runs now, on ``device``: the keys of the module docstring but ``timestep``. Also
+    what ``python -m marinenav.evaluate --out`` records of the evaluation (``evaluated_by``)."""
     device = torch.device(device)
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     return {
-        "time": datetime.datetime.now().isoformat(timespec="seconds"), "timestep": timestep,
-        **code_version(), "python": platform.python_version(),
+        "time": datetime.datetime.now().isoformat(timespec="seconds"), **code_version(),
+        "python": platform.python_version(),
         **{name: _version(name) for name in LIBRARIES},
         "cpu": cpu_model(), "logical_cores": os.cpu_count(), "threads": torch.get_num_threads(),
         "device": str(device), "gpu": gpu, "host": socket.gethostname(),
@@ -96,8 +97,10 @@ def machine_record(device: torch.device | str, timestep: int = 0) -> dict[str, A
 
 
 def record_session(run_dir: str | Path, device: torch.device | str, timestep: int) -> Path:
-    """Append this session's :func:`machine_record` to ``run_dir/sessions.jsonl``."""
-    return append_line(Path(run_dir) / SESSIONS_NAME, json.dumps(machine_record(device, timestep)))
+    """Append this session's record (:func:`machine_record` and the ``timestep`` it starts
+    from) to ``run_dir/sessions.jsonl``."""
+    record = {"timestep": timestep, **machine_record(device)}
+    return append_line(Path(run_dir) / SESSIONS_NAME, json.dumps(record))
 
 
 def read_sessions(run_dir: str | Path) -> list[dict[str, Any]]:
