@@ -35,8 +35,9 @@ rm -rf "$out/best"        # a seed of many: the last checkpoint is what is claim
 find "$out" -name checkpoint.pt -delete
 for t in $(ls "$run/evaluated" | sort -n); do   # a record already there (non-empty) is kept
   [ -s "$out/imazu/$t.md" ] && continue
-  "$python" -m marinenav.evaluate "$run/evaluated/$t" --scenario imazu > "$out/imazu/$t.md.tmp"
-  mv "$out/imazu/$t.md.tmp" "$out/imazu/$t.md"
+  tmp="$out/imazu/.$t.md.$$.tmp"   # this process's own: another may evaluate the same one
+  "$python" -m marinenav.evaluate "$run/evaluated/$t" --scenario imazu > "$tmp"
+  mv "$tmp" "$out/imazu/$t.md"
 done
 train="$run/logs/scalars/train"
 for name in multiplier_passed_ahead cost_passed_ahead episodes reward_passed_ahead \
