@@ -134,3 +134,14 @@ def train_until_killed(cfg, run_dir: Path, after: int, monkeypatch) -> None:
             Trainer(cfg, run_dir).train()
     finally:
         monkeypatch.setattr(Trainer, "step_environments", step)
+
+
+def head_commit() -> str | None:
+    """``git rev-parse HEAD`` of this checkout, read independently of the code under test
+    (``None`` where git is missing or this is not a checkout)."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+    except OSError:
+        return None
+    return head.stdout.strip() if head.returncode == 0 else None

@@ -13,7 +13,7 @@ import torch
 from marinenav.agents import make_agent
 from marinenav.evaluate import act_at_cvar, evaluate_run, format_table, main
 from marinenav.training.trainer import Trainer
-from tests.run_utils import ROOT, tiny_config
+from tests.run_utils import head_commit, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -110,10 +110,7 @@ def test_command_line(run_dir: Path, tmp_path: Path) -> None:
     metrics = json.loads(out.read_text())
     assert metrics["episodes"]["success"] is not None
     # what evaluated it: this checkout's commit (or none), the device, the libraries
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=False)  # fmt: skip
-    assert metrics["evaluated_by"]["commit"] == (head.stdout.strip() if head.returncode == 0
-                                                 else None)  # fmt: skip
+    assert metrics["evaluated_by"]["commit"] == head_commit()
     assert metrics["evaluated_by"]["device"] == "cpu"
     assert metrics["evaluated_by"]["torch"] == torch.__version__
     missing = subprocess.run(

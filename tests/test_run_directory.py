@@ -21,7 +21,15 @@ from marinenav.training.machine import read_sessions
 from marinenav.training.rundir import LOCK_NAME, RESUMES_NAME, RunDirectoryError
 from marinenav.training.trainer import Trainer
 from marinenav.training.validation import ConfigError
-from tests.run_utils import LONG, ROOT, TINY, start_training, tiny_config, train_until_killed
+from tests.run_utils import (
+    LONG,
+    ROOT,
+    TINY,
+    head_commit,
+    start_training,
+    tiny_config,
+    train_until_killed,
+)
 
 ALLOWED = ("training.total_timesteps, evaluation.interval, evaluation.first, checkpoint.*, "
            "logger.*, device, threads, compile, cudagraphs")  # fmt: skip
@@ -169,10 +177,8 @@ def test_a_resume_that_does_not_fit_its_checkpoint_is_refused_before_writing(
     # each session (the start, the resume) recorded the code and the machine it ran on
     sessions = read_sessions(run_dir)
     assert [session["timestep"] for session in sessions] == [0, 160]
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=False)  # fmt: skip
     for session in sessions:
-        assert session["commit"] == (head.stdout.strip() if head.returncode == 0 else None)
+        assert session["commit"] == head_commit()
         assert session["device"] == "cpu" and session["gpu"] is None and session["cpu"]
         assert session["host"] == socket.gethostname() and session["threads"] >= 1
 

@@ -171,13 +171,13 @@ def recordings() -> dict[str, dict[str, Any]]:
 def recording() -> dict[str, Any]:
     """The recording made on a CPU like this one with the same canary; skips the test where
     there is none."""
-    here, canary = cpu_model(), machine_canary()
-    for recorded in recordings().values():
+    here, canary, known = cpu_model(), machine_canary(), recordings()
+    for recorded in known.values():
         if here.startswith(recorded["cpu"]) and canary == recorded["canary"]:
             return recorded
     made_on = "; ".join(f"{name}: {r['cpu']}, torch {r['torch']}, canary "
                         f"{'equal' if canary == r['canary'] else 'different'}"
-                        for name, r in recordings().items())  # fmt: skip
+                        for name, r in known.items())  # fmt: skip
     pytest.skip(f"no recording was made on a machine whose floating-point kernels round as this "
                 f"one's ({here}, torch {torch.__version__}; {made_on}): bit parity cannot hold")
 
