@@ -10,6 +10,11 @@ planner, one row per draw (cases solved, cases kept), their mean, range and how 
 the bar, and per case in how many draws it was solved and kept.
 
     python benchmarks/imazu_draws.py PLANNER.pt ... [--seeds 253-262] [--labels A B ...]
+        [--cvar LEVEL]
+
+``--cvar`` acts as ``marinenav.evaluate --cvar`` does (IQN and Rainbow planners): on the mean of
+the worst LEVEL of the file's return distribution; a file exported at ``agent.cvar_alpha`` holds
+its level already and the two multiply (0.4 on a planner exported at 0.25 acts at 0.1).
 """
 
 from __future__ import annotations
@@ -38,9 +43,10 @@ def seed_range(text: str) -> list[int]:
     return seeds
 
 
-def draw(planner: Path, seed: int) -> tuple[list[bool], list[bool]]:
-    """One evaluation of ``planner`` on the 22 cases at noise seed ``seed``: per case, solved
-    and COLREGs kept (kept counts solved cases only, as the evaluation's count does)."""
+def draw(planner: Path, seed: int, cvar: float = 1.0) -> tuple[list[bool], list[bool]]:
+    """One evaluation of ``planner`` on the 22 cases at noise seed ``seed``, acting at CVaR
+    level ``cvar`` on top of the file's own: per case, solved and COLREGs kept (kept counts
+    solved cases only, as the evaluation's count does)."""
     from marinenav.evaluate import evaluate_planner
     from marinenav.planner import planner_policy
     from marinenav.scenarios import make_layout
@@ -49,7 +55,7 @@ def draw(planner: Path, seed: int) -> tuple[list[bool], list[bool]]:
     evaluation_set = EvaluationSet.named(
         "paper", make_layout("imazu"), dtype=torch.float64, noise_seed=seed
     )
-    metrics = evaluate_planner(planner_policy(planner), evaluation_set)
+    metrics = evaluate_planner(planner_policy(planner, cvar=cvar), evaluation_set)
     solved = [bool(s) for s in metrics["episodes"]["success"]]
     kept = [bool(r is not None and r["colregs_kept"]) for r in metrics["encounters"]]
     return solved, kept
@@ -79,12 +85,27 @@ def report(label: str, seeds: list[int], draws: list[tuple[list[bool], list[bool
     return "\n".join(lines)
 
 
+def cvar_level(text: str) -> float:
+    """A CVaR level in (0, 1], as ``marinenav.evaluate --cvar`` takes it."""
+    from marinenav.policy.wrapper import check_cvar
+
+    try:
+        level = float(text)
+        check_cvar(level)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return level
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("planners", nargs="+", type=Path, help="planner files (TorchScript)")
     parser.add_argument("--seeds", type=seed_range, default=seed_range("253-262"),
                         help="noise seeds, e.g. 253-262 or 253,300 (default 253-262)")
     parser.add_argument("--labels", nargs="+", help="one name per planner (default: the paths)")
+    parser.add_argument("--cvar", type=cvar_level, default=1.0,
+                        help="IQN and Rainbow planners: act on the worst CVAR of the file's "
+                             "return distribution (default 1: the file as the node runs it)")
     args = parser.parse_args(argv)
     if args.labels is not None and len(args.labels) != len(args.planners):
         parser.error(f"--labels names {len(args.labels)} planners, {len(args.planners)} given")
@@ -94,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     labels = args.labels or [str(path) for path in args.planners]
     for label, path in zip(labels, args.planners, strict=True):
-        draws = [draw(path, seed) for seed in args.seeds]
+        draws = [draw(path, seed, args.cvar) for seed in args.seeds]
         print(report(label, args.seeds, draws))
         print()
 

@@ -41,14 +41,21 @@ def test_the_report_counts_each_draw_and_each_case(monkeypatch) -> None:
     assert "| solved | 2 | 2 | 1 |" in text and "| kept | 2 | 1 | 0 |" in text
 
 
-def test_a_draw_is_what_marinenav_evaluate_reports_at_that_seed(tmp_path: Path) -> None:
-    out = benchmark_py("imazu_draws.py", PLANNER, "--seeds", "254", "--labels", "pretrained")
+@pytest.mark.parametrize(
+    ("planner", "acting"),
+    [(PLANNER, []), (ROOT / "tests/data/pretrained/traced_IQN_model.pt", ["--cvar", "0.25"])],
+    ids=["ac_iqn", "iqn_cvar"],
+)
+def test_a_draw_is_what_marinenav_evaluate_reports_at_that_seed(
+    tmp_path: Path, planner: Path, acting: list[str]
+) -> None:
+    out = benchmark_py("imazu_draws.py", planner, "--seeds", "254", "--labels", "p", *acting)
     assert out.returncode == 0, out.stderr
     row = next(line for line in out.stdout.splitlines() if line.startswith("| 254 |"))
     solved, kept = (int(x) for x in row.strip("| ").split(" | ")[1:])
     record = tmp_path / "imazu.json"
-    subprocess.run([sys.executable, "-m", "marinenav.evaluate", "--planner", str(PLANNER),
-                    "--scenario", "imazu", "--seed", "254", "--out", str(record)],
+    subprocess.run([sys.executable, "-m", "marinenav.evaluate", "--planner", str(planner),
+                    "--scenario", "imazu", "--seed", "254", "--out", str(record), *acting],
                    check=True, capture_output=True, cwd=ROOT)  # fmt: skip
     metrics = json.loads(record.read_text())
     assert solved == sum(metrics["episodes"]["success"])
@@ -60,3 +67,5 @@ def test_bad_arguments_are_refused_in_one_line() -> None:
     assert out.returncode == 2 and "--labels names 2 planners, 1 given" in out.stderr
     out = benchmark_py("imazu_draws.py", ROOT / "nothing.pt")
     assert out.returncode == 2 and "no planner file" in out.stderr
+    out = benchmark_py("imazu_draws.py", PLANNER, "--cvar", "0")
+    assert out.returncode == 2 and "cvar must be in (0, 1], got 0.0" in out.stderr
