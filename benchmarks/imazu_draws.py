@@ -114,6 +114,13 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"no planner file {', '.join(missing)}")
     torch.set_num_threads(1)
     labels = args.labels or [str(path) for path in args.planners]
+    from marinenav.planner import PlannerLoadError, planner_policy
+
+    for path in args.planners:  # a file that cannot act at --cvar is refused before any draw
+        try:
+            planner_policy(path, cvar=args.cvar)
+        except (ValueError, PlannerLoadError) as error:
+            parser.error(f"{path}: {error}")
     for label, path in zip(labels, args.planners, strict=True):
         draws = [draw(path, seed, args.cvar) for seed in args.seeds]
         print(report(label, args.seeds, draws))

@@ -69,3 +69,6 @@ def test_bad_arguments_are_refused_in_one_line() -> None:
     assert out.returncode == 2 and "no planner file" in out.stderr
     out = benchmark_py("imazu_draws.py", PLANNER, "--cvar", "0")
     assert out.returncode == 2 and "cvar must be in (0, 1], got 0.0" in out.stderr
+    out = benchmark_py("imazu_draws.py", PLANNER, "--cvar", "0.5")  # AC-IQN: no distribution
+    assert out.returncode == 2 and "cvar is for planners of a return distribution" in out.stderr
+    assert "Traceback" not in out.stderr
