@@ -85,19 +85,9 @@ def report(label: str, seeds: list[int], draws: list[tuple[list[bool], list[bool
     return "\n".join(lines)
 
 
-def cvar_level(text: str) -> float:
-    """A CVaR level in (0, 1], as ``marinenav.evaluate --cvar`` takes it."""
-    from marinenav.policy.wrapper import check_cvar
-
-    try:
-        level = float(text)
-        check_cvar(level)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return level
-
-
 def main(argv: list[str] | None = None) -> None:
+    from marinenav.cli import cvar_level
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("planners", nargs="+", type=Path, help="planner files (TorchScript)")
     parser.add_argument("--seeds", type=seed_range, default=seed_range("253-262"),

@@ -36,3 +36,16 @@ def at_least(low: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def cvar_level(text: str) -> float:
+    """An argparse type: a CVaR level in (0, 1] (``--cvar`` of ``evaluate``, ``export`` and the
+    benchmarks), refused in one line otherwise (:func:`~marinenav.policy.wrapper.check_cvar`)."""
+    from marinenav.policy.wrapper import check_cvar  # the policy package imports torch
+
+    try:
+        level = float(text)
+        check_cvar(level)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return level

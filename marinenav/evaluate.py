@@ -37,7 +37,7 @@ from tensordict.nn import TensorDictModuleBase
 
 from marinenav.agents import Agent
 from marinenav.baselines import BASELINES, BaselinePolicy, baseline_policy
-from marinenav.cli import at_least, run_command
+from marinenav.cli import at_least, cvar_level, run_command
 from marinenav.encounters import format_encounters
 from marinenav.files import FileWriteError, check_writable, write_text
 from marinenav.keys import check_seed, device_named, dtype_named
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="SAC planners: sample as the C++ planner does, or the mean action")
     parser.add_argument("--iqn-taus", choices=("random", "midpoints"), default="random",
                         help="IQN planners: U(0,1) taus as the C++ planner, or fixed midpoints")
-    parser.add_argument("--cvar", type=float, default=None,
+    parser.add_argument("--cvar", type=cvar_level, default=None,
                         help="IQN and Rainbow planners and runs: act on the mean of the worst "
                              "CVAR of returns (IQN: taus scaled to [0, CVAR]; Rainbow: the lower "
                              "CVAR of its probabilities; default: a planner 1, the node's mean; "

@@ -148,6 +148,8 @@ def test_cvar_makes_an_iqn_or_rainbow_run_act_on_the_lower_tail(run_dir: Path, c
     [
         (["--pictures", "-1"], "argument --pictures: must be at least 0, got -1"),
         (["--max-steps", "0"], "argument --max-steps: must be at least 1, got 0"),
+        (["--cvar", "0"], "argument --cvar: cvar must be in (0, 1], got 0.0"),
+        (["--cvar", "nan"], "argument --cvar: cvar must be in (0, 1], got nan"),
         (["--seed", str(2**64)], f"argument --seed: the seed must be an integer in [0, 2**62], "
                                  f"got {2**64}"),
         (["--out", "{tmp}/a_file/metrics.json"],

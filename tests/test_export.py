@@ -421,6 +421,11 @@ def test_command_line_writes_the_formats_asked_for(trained_run: Path, tmp_path: 
     assert exit_info.value.code == 2
     assert "invalid choice: 'tflite'" in capsys.readouterr().err
     assert not (tmp_path / "none").exists()
+    with pytest.raises(SystemExit) as exit_info:  # a level outside (0, 1], before any work
+        main([str(trained_run), "--out", str(tmp_path / "none"), "--cvar", "1.5"])
+    assert exit_info.value.code == 2
+    assert "argument --cvar: cvar must be in (0, 1], got 1.5" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
 
 
 def test_command_line_refuses_pt2_without_a_compiler(

@@ -59,7 +59,7 @@ import torch
 from torch import nn
 
 from marinenav.agents import Agent
-from marinenav.cli import run_command
+from marinenav.cli import cvar_level, run_command
 from marinenav.files import FileWriteError, atomic_path
 from marinenav.planner.convention import (
     EXPORT_NUM_TAU,
@@ -72,7 +72,6 @@ from marinenav.planner.convention import (
     planner_inputs,
 )
 from marinenav.planner.elementary_atan import ElementaryAtan
-from marinenav.policy.wrapper import check_cvar
 
 # --- exported modules ---------------------------------------------------------------------------
 
@@ -300,16 +299,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "export the online network its last checkpoint keeps, not the average (no best/)",
     )  # fmt: skip
     parser.add_argument(
-        "--cvar", type=float, default=None,
+        "--cvar", type=cvar_level, default=None,
         help="IQN and Rainbow: the planner acts on CVaR_CVAR of its return distribution instead "
         "of the run's agent.cvar_alpha (the file holds the level; the node's call is unchanged)",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    if args.cvar is not None:
-        try:
-            check_cvar(args.cvar)
-        except ValueError as error:
-            parser.error(f"--cvar: {error}")
     formats = list(dict.fromkeys(args.formats or ["torchscript"]))
     if args.onnx and "onnx" not in formats:
         formats.append("onnx")
