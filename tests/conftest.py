@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -19,18 +22,22 @@ def one_cpu_thread():
 @pytest.fixture(scope="session")
 def exports(tmp_path_factory):
     """``exports(name, fmt)``: the path of ``make_agent(name, seed=EXPORT_SEED)`` exported in
-    ``fmt`` (``marinenav.planner.convention.FORMATS``), written once per session (a ``.pt2``
-    package is compiled once). Skips ``pt2`` where no C++ compiler is found and ``onnx``
-    without the ``onnx`` package."""
+    ``fmt`` (``marinenav.planner.convention.FORMATS``), written once per test run (a ``.pt2``
+    package is compiled once): under pytest-xdist the workers share one directory, and the
+    first worker to ask writes the file under a lock that the others wait on. Skips ``pt2``
+    where no C++ compiler is found and ``onnx`` without the ``onnx`` package."""
+    from filelock import FileLock
+
     from marinenav.agents import make_agent
     from marinenav.planner.convention import export_file_name
     from marinenav.planner.export import EXPORTERS
     from tests.export_utils import EXPORT_SEED
 
-    directory = tmp_path_factory.mktemp("exports")
-    written: dict[tuple[str, str], object] = {}
+    base = tmp_path_factory.getbasetemp()  # a worker's own; its parent is the run's
+    directory = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "exports"
+    directory.mkdir(exist_ok=True)
 
-    def export(name: str, fmt: str):
+    def export(name: str, fmt: str) -> Path:
         if fmt == "pt2":
             from torch._inductor.cpp_builder import get_cpp_compiler
             from torch._inductor.exc import InvalidCxxCompiler
@@ -41,9 +48,10 @@ def exports(tmp_path_factory):
                 pytest.skip(f"AOTInductor needs a C++ compiler to build a .pt2: {error}")
         if fmt == "onnx":
             pytest.importorskip("onnx")
-        if (name, fmt) not in written:
-            agent = make_agent(name, seed=EXPORT_SEED)
-            written[name, fmt] = EXPORTERS[fmt](agent, directory / export_file_name(name, fmt))
-        return written[name, fmt]
+        path = directory / export_file_name(name, fmt)
+        with FileLock(f"{path}.lock"):
+            if not path.exists():
+                EXPORTERS[fmt](make_agent(name, seed=EXPORT_SEED), path)
+        return path
 
     return export
