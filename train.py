@@ -16,36 +16,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from marinenav.cli import one_line
 from marinenav.files import write_text
 from marinenav.training.config import register_configs
 
 register_configs()
-
-# lines of Hydra's and OmegaConf's messages that repeat the key or describe internals
-NOISE = ("full_key:", "reference_type=", "object_type=", "To append", "Set the environment")
-
-
-def one_line(error: BaseException) -> str:
-    """An error and its cause as one line: Hydra's option lists joined by commas, OmegaConf's
-    node details dropped."""
-    parts: list[str] = []
-    while error is not None:
-        text, items = [], []
-        for line in str(error).splitlines():
-            if line.startswith("Config search path"):
-                break
-            if line.startswith("\t"):
-                items.append(line.strip())
-            elif line.strip() and not line.strip().startswith(NOISE):
-                text.append(line.strip().rstrip(":."))
-        if items:
-            text[-1] = f"{text[-1] if text else 'choose one of'}: {', '.join(items)}"
-        message = "; ".join(text) or type(error).__name__
-        if not any(message in part for part in parts):
-            parts.append(message)
-        error = error.__cause__
-    return ": ".join(parts)
-
 
 # Exit statuses (docs/training.md, "Checkpoints and resuming"): 0 finished, 1 the run failed
 # while it ran (a file it could not write, an unexpected error: traceback in train.log), 2

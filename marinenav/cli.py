@@ -1,5 +1,6 @@
-"""What the command-line modules (``evaluate``, ``export``, ``viz``) share: how they end, and the
-argument types they refuse bad values with."""
+"""What the command-line programs (``train.py``, ``evaluate``, ``export``, ``viz``) share: how they
+end, an error as the one line they refuse with, and the argument types they refuse bad values
+with."""
 
 from __future__ import annotations
 
@@ -8,6 +9,31 @@ import signal
 import sys
 from collections.abc import Callable
 from typing import NoReturn
+
+# lines of Hydra's and OmegaConf's messages that repeat the key or describe internals
+NOISE = ("full_key:", "reference_type=", "object_type=", "To append", "Set the environment")
+
+
+def one_line(error: BaseException) -> str:
+    """An error and its cause as one line: Hydra's option lists joined by commas, OmegaConf's
+    node details dropped."""
+    parts: list[str] = []
+    while error is not None:
+        text, items = [], []
+        for line in str(error).splitlines():
+            if line.startswith("Config search path"):
+                break
+            if line.startswith("\t"):
+                items.append(line.strip())
+            elif line.strip() and not line.strip().startswith(NOISE):
+                text.append(line.strip().rstrip(":."))
+        if items:
+            text[-1] = f"{text[-1] if text else 'choose one of'}: {', '.join(items)}"
+        message = "; ".join(text) or type(error).__name__
+        if not any(message in part for part in parts):
+            parts.append(message)
+        error = error.__cause__
+    return ": ".join(parts)
 
 
 def run_command(main: Callable[[], int], prog: str) -> NoReturn:

@@ -10,49 +10,70 @@ import pytest
 import torch
 
 from marinenav.agents import agent_class
+from marinenav.cli import one_line
 from marinenav.training import validation as validation_module
 from marinenav.training.trainer import Trainer, TrainingDiverged
 from marinenav.training.validation import ConfigError, memory_estimate, validate
-from tests.run_utils import ROOT, tiny_config, train_py
+from tests.run_utils import ROOT, compose_config, tiny_config, train_py
 
 # what Hydra offers for agent=: the yaml files of conf/agent, sorted (a new agent adds its own)
 AGENT_CHOICES = ", ".join(sorted(path.stem for path in (ROOT / "conf" / "agent").glob("*.yaml")))
 
 
-@pytest.mark.parametrize(
-    ("override", "line"),
-    [
-        ("+foo=1", "error: unknown key foo: the config has agent, checkpoint, compile, cudagraphs"),
-        ("agent=ac_iqn_schema",
-         "error: In 'config': Could not find 'agent/ac_iqn_schema'; Available options in "
-         f"'agent': {AGENT_CHOICES}"),
-        ("training.batchsize=3",
-         "error: Could not override 'training.batchsize': Key 'batchsize' not in 'TrainingConf'"),
-        ("training.batch_size=0", "error: training.batch_size must be positive, got 0"),
-        ("agent.gamma=1.5", "error: agent.gamma must be in [0, 1], got 1.5"),
-        ("logger.backend=mysql",
-         "error: logger.backend must be one of csv, tensorboard, wandb, mlflow, got 'mysql'"),
-        ("logger=wandb",  # the backend is a key, not a group of its own
-         "error: In 'config': Could not find 'logger/wandb'; Available options in 'logger': "
-         "default"),
-        ("curriculum.num_robots=[0]",
-         "error: curriculum.num_robots[0] must be at least 1 (every episode needs a robot), got 0"),
-        # torch used to say "Overflow when unpacking long long", naming nothing
-        ("seed=100000000000000000000",
-         "error: seed must be an integer in [0, 2**62], got 100000000000000000000"),
-        ("evaluation.seed=-1", "error: evaluation.seed must be an integer in [0, 2**62], got -1"),
-        # nan passed the "not negative" check and the run crashed at its first update
-        ("training.updates_per_timestep=nan",
-         "error: training.updates_per_timestep must be finite, got nan"),
-    ],
-)  # fmt: skip
-def test_a_bad_command_line_is_one_line_and_leaves_no_run_directory(
+# each bad command line and the start of the one line it is refused with
+BAD_COMMAND_LINES = [
+    ("+foo=1", "error: unknown key foo: the config has agent, checkpoint, compile, cudagraphs"),
+    ("agent=ac_iqn_schema",
+     "error: In 'config': Could not find 'agent/ac_iqn_schema'; Available options in "
+     f"'agent': {AGENT_CHOICES}"),
+    ("training.batchsize=3",
+     "error: Could not override 'training.batchsize': Key 'batchsize' not in 'TrainingConf'"),
+    ("training.batch_size=0", "error: training.batch_size must be positive, got 0"),
+    ("agent.gamma=1.5", "error: agent.gamma must be in [0, 1], got 1.5"),
+    ("logger.backend=mysql",
+     "error: logger.backend must be one of csv, tensorboard, wandb, mlflow, got 'mysql'"),
+    ("logger=wandb",  # the backend is a key, not a group of its own
+     "error: In 'config': Could not find 'logger/wandb'; Available options in 'logger': "
+     "default"),
+    ("curriculum.num_robots=[0]",
+     "error: curriculum.num_robots[0] must be at least 1 (every episode needs a robot), got 0"),
+    # torch used to say "Overflow when unpacking long long", naming nothing
+    ("seed=100000000000000000000",
+     "error: seed must be an integer in [0, 2**62], got 100000000000000000000"),
+    ("evaluation.seed=-1", "error: evaluation.seed must be an integer in [0, 2**62], got -1"),
+    # nan passed the "not negative" check and the run crashed at its first update
+    ("training.updates_per_timestep=nan",
+     "error: training.updates_per_timestep must be finite, got nan"),
+]  # fmt: skip
+COMMAND_LINE = ("agent=dqn", "curriculum=stage0", "device=cpu")
+
+
+@pytest.mark.parametrize(("override", "line"), BAD_COMMAND_LINES)
+def test_a_bad_command_line_is_one_line_naming_the_problem(
     override: str, line: str, tmp_path: Path
 ) -> None:
-    result = train_py(
-        "agent=dqn", "curriculum=stage0", override, "device=cpu",
-        f"hydra.run.dir={tmp_path}/outputs/day/run", cwd=tmp_path,
-    )  # fmt: skip
+    """What ``python train.py`` prints for each bad command line, made in this process as
+    train.py makes it: Hydra's composition or the trainer's start-up refusal, ``error: `` and
+    the error in one line (:func:`marinenav.cli.one_line`). The test below runs the program
+    itself on one of each kind."""
+    with pytest.raises(Exception) as error:  # noqa: PT011 (Hydra's errors have no one type)
+        Trainer(compose_config(*COMMAND_LINE, override), tmp_path / "run")
+    printed = f"error: {one_line(error.value)}"
+    assert printed.startswith(line) and "\n" not in printed, printed
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["+foo=1", "agent=ac_iqn_schema", "training.batchsize=3", "training.updates_per_timestep=nan"],
+    ids=["our-key-check", "hydra-choice", "hydra-key", "validation"],
+)
+def test_train_py_refuses_in_that_line_with_status_2_and_no_run_directory(
+    override: str, tmp_path: Path
+) -> None:
+    line = dict(BAD_COMMAND_LINES)[override]
+    result = train_py(*COMMAND_LINE, override, f"hydra.run.dir={tmp_path}/outputs/day/run",
+                      cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(line), result.stderr
     assert "Traceback" not in result.stderr
