@@ -5,14 +5,15 @@ goes on where each seed stands, and bad lists are refused before anything trains
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from marinenav.training.checkpoint import checkpoint_path
-from marinenav.training.seeds import SUMMARY_NAME, write_summary
-from tests.run_utils import TINY, train_py
+from marinenav.training.seeds import SUMMARY_NAME, seed_runs, write_summary
+from tests.run_utils import TINY, compose_config, train_py
 
 
 def records(run_dir: Path) -> list[dict]:
@@ -107,15 +108,29 @@ def test_a_resumed_job_goes_on_where_each_seed_stands_and_a_fresh_one_is_refused
     assert (job / SUMMARY_NAME).read_text() == summary  # the same seeds, the same runs
 
 
-@pytest.mark.parametrize("overrides, message", [
+BAD_SEED_LISTS = [
     (["seeds=[]"], "seeds must be null or a non-empty list"),
     (["seeds=[1,1]"], "seeds must be distinct, [1] repeated"),
     (["seeds=[1,-1]"], "seeds must be an integer in [0, 2**62], got -1"),
     (["seeds=[1,2]", "resume=elsewhere"], "resumes only its own directory"),
-])  # fmt: skip
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides, message", BAD_SEED_LISTS)
 def test_a_bad_list_of_seeds_is_refused_before_anything_is_made(
         tmp_path: Path, overrides: list[str], message: str) -> None:  # fmt: skip
     job = tmp_path / "job"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        seed_runs(compose_config(*TINY, *overrides), job)
+    assert not job.exists()
+
+
+def test_train_py_refuses_a_bad_list_in_one_line_and_removes_the_job_directory(
+        tmp_path: Path) -> None:  # fmt: skip
+    """The same refusal from ``python train.py`` (one of the lists above): the directory Hydra
+    made for the job is removed again."""
+    job = tmp_path / "job"
+    overrides, message = BAD_SEED_LISTS[1]
     result = train_py(*TINY, *overrides, f"hydra.run.dir={job}", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: ")
