@@ -28,6 +28,12 @@ BAD_COMMAND_LINES = [
      f"'agent': {AGENT_CHOICES}"),
     ("training.batchsize=3",
      "error: Could not override 'training.batchsize': Key 'batchsize' not in 'TrainingConf'"),
+    ("agent=ppo",  # the on-policy agents are mappo and ippo
+     "error: In 'config': Could not find 'agent/ppo'; Available options in 'agent': "
+     f"{AGENT_CHOICES}"),
+    ("training.batch_size=many",
+     "error: Error merging override training.batch_size=many: Value 'many' of type 'str' could "
+     "not be converted to Integer"),
     ("training.batch_size=0", "error: training.batch_size must be positive, got 0"),
     ("agent.gamma=1.5", "error: agent.gamma must be in [0, 1], got 1.5"),
     ("logger.backend=mysql",

@@ -337,15 +337,6 @@ def test_train_log_holds_the_trainers_messages_and_torchrl_stays_quiet(tmp_path:
     assert len(messages) == 4
 
 
-def test_unknown_agent_and_wrong_keys_fail_at_start_up(tmp_path: Path) -> None:
-    unknown = train_py("agent=ppo", cwd=tmp_path)
-    assert unknown.returncode != 0 and "agent" in unknown.stderr and "ppo" in unknown.stderr
-    typo = train_py("agent=dqn", "training.batchsize=3", cwd=tmp_path)
-    assert typo.returncode != 0 and "batchsize" in typo.stderr
-    wrong_type = train_py("agent=dqn", "training.batch_size=many", cwd=tmp_path)
-    assert wrong_type.returncode != 0 and "batch_size" in wrong_type.stderr
-
-
 def test_multirun_sweep_gives_each_run_its_own_directory(tmp_path: Path) -> None:
     result = train_py(
         "-m", "agent=dqn,iqn", "seed=0,1", *TINY, f"hydra.sweep.dir={tmp_path}/sweep",
