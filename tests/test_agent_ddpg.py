@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -96,6 +97,8 @@ def test_gradient_norm_is_clipped_per_network() -> None:
         assert 0 < step.item() <= 1e-3 * (1 + 1e-4)
 
 
+# the long set: a learning check repeated per agent (the default set: ac_iqn, rainbow)
+@pytest.mark.slow
 def test_learns_the_tiny_problem() -> None:
     agent = DDPGAgent(DDPGConfig(lr=1e-3, normalize_observations=True))
     trained = train_briefly(agent, iterations=25)

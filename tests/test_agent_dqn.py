@@ -38,6 +38,8 @@ def test_gradient_norm_is_clipped() -> None:
     assert step_norm_with_plain_sgd(agent, agent.network, "q", "discrete") <= 1e-3 * (1 + 1e-4)
 
 
+# the long set: a learning check repeated per agent (the default set: ac_iqn, rainbow)
+@pytest.mark.slow
 def test_learns_the_tiny_problem() -> None:
     agent = DQNAgent(DQNConfig(lr=1e-3, normalize_observations=True))
     trained = train_briefly(agent)

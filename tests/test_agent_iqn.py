@@ -215,6 +215,8 @@ def test_collection_can_act_at_its_own_level() -> None:
     assert "policy.cvar" in keys and "policy.explore_cvar" not in keys
 
 
+# the long set: a learning check repeated per agent (the default set: ac_iqn, rainbow)
+@pytest.mark.slow
 def test_learns_the_tiny_problem() -> None:
     agent = IQNAgent(IQNConfig(lr=1e-3, normalize_observations=True))
     trained = train_briefly(agent)

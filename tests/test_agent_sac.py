@@ -228,6 +228,8 @@ def test_temperature_is_fixed_by_default_and_learned_on_request() -> None:
     assert torch.equal(out["alpha"], initial)  # the temperature the update's actor loss used
 
 
+# the long set: a learning check repeated per agent (the default set: ac_iqn, rainbow)
+@pytest.mark.slow
 def test_learns_the_tiny_problem() -> None:
     agent = SACAgent(SACConfig(lr=1e-3, normalize_observations=True))
     trained = train_briefly(agent, iterations=25)

@@ -124,6 +124,8 @@ def test_bad_options_are_refused(options: dict, message: str) -> None:
         TD3Config(**options)
 
 
+# the long set: a learning check repeated per agent (the default set: ac_iqn, rainbow)
+@pytest.mark.slow
 def test_learns_the_tiny_problem() -> None:
     agent = TD3Agent(TD3Config(lr=1e-3, normalize_observations=True, policy_delay=1))
     trained = train_briefly(agent, iterations=25)

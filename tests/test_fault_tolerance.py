@@ -17,6 +17,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from marinenav.training.trainer import Trainer
@@ -80,6 +81,8 @@ def without_clock(record: dict) -> dict:
     return {key: value for key, value in record.items() if key not in ("wall_clock_s", "cpu_s")}
 
 
+# the long set: a drill of nine killed trainings (the default set kills one: test_training)
+@pytest.mark.slow
 def test_sigkill_at_random_moments_and_during_writes_resumes_exactly(tmp_path: Path) -> None:
     straight = Trainer(tiny_config(*FAULT), tmp_path / "straight")
     straight.train()

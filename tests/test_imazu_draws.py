@@ -43,7 +43,8 @@ def test_the_report_counts_each_draw_and_each_case(monkeypatch) -> None:
 
 @pytest.mark.parametrize(
     ("planner", "acting"),
-    [(PLANNER, []), (ROOT / "tests/data/pretrained/traced_IQN_model.pt", ["--cvar", "0.25"])],
+    [pytest.param(PLANNER, [], marks=pytest.mark.slow),  # the long set: the same path, no flag
+     (ROOT / "tests/data/pretrained/traced_IQN_model.pt", ["--cvar", "0.25"])],
     ids=["ac_iqn", "iqn_cvar"],
 )
 def test_a_draw_is_what_marinenav_evaluate_reports_at_that_seed(

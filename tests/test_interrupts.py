@@ -18,7 +18,10 @@ from marinenav.training.trainer import StopSignals
 from tests.run_utils import LONG, ROOT, TINY, logged_at, start_training, wait_for
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+# SIGINT's run is in the long set (the handler is the same; SIGTERM is what schedulers send)
+@pytest.mark.parametrize(
+    "signum", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM]
+)
 def test_a_stop_signal_checkpoints_and_prints_the_resume_command(signum, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     process = start_training(run_dir, *LONG)
@@ -75,6 +78,7 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # the long set: a drill of three training processes
 def test_a_preempted_submitit_job_checkpoints_requeues_and_resumes(tmp_path: Path) -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     sweep = tmp_path / "sweep"

@@ -175,6 +175,7 @@ def assert_snapshot_acts_with(snapshot: Path, average: PolicyAverage) -> None:
         torch.testing.assert_close(value, kept[name], msg=name)
 
 
+@pytest.mark.slow  # the long set: three programs on a trained run
 def test_averaging_evaluated_snapshots_after_the_fact_gives_the_runs_own_average(
     tmp_path: Path,
 ) -> None:
@@ -195,6 +196,7 @@ def test_averaging_evaluated_snapshots_after_the_fact_gives_the_runs_own_average
     )
 
 
+@pytest.mark.slow  # the long set: two training runs and a program
 def test_an_average_read_since_a_later_snapshot_is_the_run_started_there(
     tmp_path: Path,
 ) -> None:

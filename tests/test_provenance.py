@@ -97,7 +97,8 @@ def test_explain_command(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--explain", "agent.nothing"], "error: unknown key agent.nothing: the config has agent"),
-        (["agent=nope", "--explain", "agent"], "Could not find 'agent/nope'"),
+        pytest.param(["agent=nope", "--explain", "agent"], "Could not find 'agent/nope'",
+                     marks=pytest.mark.slow),  # the long set: Hydra's refusal, as in test_bad_input
         (["--explain"], "error: --explain needs a key"),
     ],
 )

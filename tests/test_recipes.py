@@ -276,6 +276,7 @@ def test_optuna_proxy_sweep_runs_its_trials_and_reports_the_best(tmp_path: Path)
     assert 0.0 <= best["best_value"] <= 1.0
 
 
+@pytest.mark.slow  # the long set: a drill of two Optuna workers, one killed
 def test_workers_share_one_study_and_a_killed_worker_loses_only_its_trial(tmp_path: Path) -> None:
     """Several ``python train.py -m +tune=proxy`` processes with one ``hydra.sweeper.storage``
     (an SQLite file here) add their trials to one Optuna study; a worker killed in the middle

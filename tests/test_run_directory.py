@@ -53,6 +53,8 @@ def _one_line_error(result: subprocess.CompletedProcess) -> str:
     return result.stderr[len("error: ") : -1]
 
 
+# the long set: a drill of racing training processes (the lock's rules: the stale-lock test)
+@pytest.mark.slow
 def test_a_second_run_into_a_living_runs_directory_is_refused(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     first = start_training(run_dir, *LONG)  # returns once it trains: it holds the directory
@@ -183,6 +185,7 @@ def test_a_resume_that_does_not_fit_its_checkpoint_is_refused_before_writing(
         assert session["host"] == socket.gethostname() and session["threads"] >= 1
 
 
+@pytest.mark.slow  # the long set: five train.py processes (test_bad_input runs one refusal)
 def test_a_refused_start_removes_only_the_directories_made_for_it(tmp_path: Path) -> None:
     made_by_user = tmp_path / "mine"
     (made_by_user / "parent").mkdir(parents=True)

@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.run_utils import ROOT, TINY
 
 TINY_DQN = [*TINY, "agent=dqn"]
 
 
+@pytest.mark.slow  # the long set: train.py with its output pipe closed
 def test_a_reader_that_goes_away_does_not_fail_a_finished_run(tmp_path: Path) -> None:
     """``python train.py ... | head -1``: the run trains to the end and exits 0 (it exited 2,
     "Broken pipe", after saving, so a finished run read as failed)."""
@@ -85,6 +88,7 @@ def test_a_full_disk_while_training_is_one_line_naming_the_file(tmp_path: Path) 
     assert not (run / "checkpoint.pt").exists() and not (run / "best" / "checkpoint.pt").exists()
 
 
+@pytest.mark.slow  # the long set: a sweep of train.py processes
 def test_a_sweep_runs_its_valid_jobs_and_names_the_refused_one(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     result = subprocess.run(

@@ -52,6 +52,7 @@ def test_each_seed_directory_is_the_run_of_that_seed_and_the_summary_their_mean(
         checkpoint_path(job)
 
 
+@pytest.mark.slow  # the long set: a sweep of train.py processes
 def test_a_sweep_trial_of_several_seeds_reports_their_mean(tmp_path: Path) -> None:
     """``python train.py -m +tune=proxy 'seeds=[3,5]'``: the study's value for the trial is the
     mean the job wrote to seeds.json."""
@@ -82,6 +83,7 @@ def test_the_summary_is_the_mean_of_the_seeds_final_success_once_all_finished(
                        "mean_final_success_rate": 0.75}  # fmt: skip
 
 
+@pytest.mark.slow  # the long set: a drill of killed and resumed jobs
 def test_a_resumed_job_goes_on_where_each_seed_stands_and_a_fresh_one_is_refused(
         tmp_path: Path) -> None:  # fmt: skip
     """``resume=true``: a finished seed keeps its evaluations, a seed without a checkpoint

@@ -357,6 +357,7 @@ def test_multirun_sweep_gives_each_run_its_own_directory(tmp_path: Path) -> None
     assert all(row["timesteps"] == "160" and row["last"].endswith("(n=2)") for row in rows)
 
 
+@pytest.mark.slow  # the long set: sweeps of train.py processes through the optional plugins
 @pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
 def test_optional_launchers(launcher: str, tmp_path: Path) -> None:
     module = (
