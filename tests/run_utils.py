@@ -1,11 +1,20 @@
 """Shared pieces of the tests that train: the tiny configuration (seconds per run), composing it,
-and running ``train.py`` in a child process, waiting on progress the child reports."""
+and running ``train.py`` in a child process (forked from the test's, or a new interpreter),
+waiting on progress the child reports."""
 
 from __future__ import annotations
 
+import io
+import logging
+import os
+import runpy
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
+import warnings
 from pathlib import Path
 
 import pytest
@@ -57,11 +66,91 @@ def tiny_config(*overrides: str):
     return compose_config(*TINY, *overrides)
 
 
-def train_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+def train_py(*args: str, cwd: Path, fresh: bool = False) -> subprocess.CompletedProcess:
+    """``python train.py ARGS`` in ``cwd``, its exit status and output captured.
+
+    By default the program runs in a child forked from this test process: the child shares the
+    imports made here (torch, TensorDict, TorchRL, Hydra, marinenav: about 5 of the 9 CPU
+    seconds a tiny run takes in a new interpreter on the 2-core VMs) and has its own
+    arguments, working directory, ``__main__`` (train.py run anew), standard streams, warning
+    filters (a new interpreter's) and exit status. ``fresh=True`` starts a new ``python``
+    instead, for what only a new interpreter shows: warnings printed while importing, and
+    the start-up itself (the one-line refusals of tests/test_bad_input.py run both ways)."""
+    if fresh:
+        return subprocess.run(
+            [sys.executable, str(ROOT / "train.py"), *args],
+            cwd=cwd, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    return _forked_train_py(list(args), cwd, timeout=600)
+
+
+# the warning filters of a new interpreter started without -W options
+_NEW_INTERPRETER_FILTERS = [
+    ("default", None, DeprecationWarning, "__main__", 0),
+    ("ignore", None, DeprecationWarning, None, 0),
+    ("ignore", None, PendingDeprecationWarning, None, 0),
+    ("ignore", None, ImportWarning, None, 0),
+    ("ignore", None, ResourceWarning, None, 0),
+]
+
+
+def _run_train_py_here(args: list[str], cwd: Path, out: int, err: int) -> int:
+    """In the forked child: train.py as ``__main__`` with ``out``/``err`` as its streams;
+    returns its exit status as the interpreter would (an uncaught error: its traceback, 1)."""
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+    os.chdir(cwd)
+    sys.argv = [str(ROOT / "train.py"), *args]
+    # pytest records warnings; a program prints them (and each registry starts anew)
+    warnings.filters[:] = _NEW_INTERPRETER_FILTERS
+    warnings._showwarnmsg_impl = lambda msg: sys.stderr.write(warnings._formatwarnmsg(msg))
+    warnings.showwarning = warnings._showwarning_orig
+    warnings._filters_mutated()
+    try:
+        runpy.run_path(str(ROOT / "train.py"), run_name="__main__")
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+        if not isinstance(stop.code, int | None):
+            print(stop.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 (the interpreter's own handling of an uncaught error)
+        traceback.print_exc()
+        code = 1
+    logging.shutdown()  # what the interpreter's exit does: the log files flushed and closed
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+
+
+def _forked_train_py(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(ROOT / "train.py"), *args]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child never returns into pytest: os._exit skips the parent's atexit
+            code = 1
+            try:
+                code = _run_train_py_here(args, cwd, out.fileno(), err.fileno())
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + timeout
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise subprocess.TimeoutExpired(command, timeout)
+            time.sleep(0.02)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(
+            command, os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode()
+        )
 
 
 def benchmark_py(script: str, *args: str) -> subprocess.CompletedProcess:

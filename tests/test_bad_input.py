@@ -77,9 +77,10 @@ def test_a_bad_command_line_is_one_line_naming_the_problem(
 def test_train_py_refuses_in_that_line_with_status_2_and_no_run_directory(
     override: str, tmp_path: Path
 ) -> None:
+    """In a new interpreter: nothing printed while importing (a warning) breaks the line."""
     line = dict(BAD_COMMAND_LINES)[override]
     result = train_py(*COMMAND_LINE, override, f"hydra.run.dir={tmp_path}/outputs/day/run",
-                      cwd=tmp_path)  # fmt: skip
+                      cwd=tmp_path, fresh=True)  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(line), result.stderr
     assert "Traceback" not in result.stderr
@@ -161,7 +162,7 @@ def test_a_budget_of_part_of_a_batched_step_is_refused(
 
 
 def test_schemas_are_not_choices(tmp_path: Path) -> None:
-    result = train_py("agent=foo", cwd=tmp_path)
+    result = train_py("agent=foo", cwd=tmp_path, fresh=True)
     assert result.returncode == 2
     assert f"{AGENT_CHOICES}\n" in result.stderr
     assert "schema" not in result.stderr

@@ -28,18 +28,12 @@ from tests.run_utils import (
     head_commit,
     start_training,
     tiny_config,
+    train_py,
     train_until_killed,
 )
 
 ALLOWED = ("training.total_timesteps, evaluation.interval, evaluation.first, checkpoint.*, "
            "logger.*, device, threads, compile, cudagraphs")  # fmt: skip
-
-
-def train_py(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), *overrides],
-        cwd=cwd, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
 
 
 def _contents(run_dir: Path) -> dict[str, bytes]:
