@@ -4,6 +4,7 @@ waiting on progress the child reports."""
 
 from __future__ import annotations
 
+import gc
 import io
 import logging
 import os
@@ -66,22 +67,46 @@ def tiny_config(*overrides: str):
     return compose_config(*TINY, *overrides)
 
 
-def train_py(*args: str, cwd: Path, fresh: bool = False) -> subprocess.CompletedProcess:
+def train_py(
+    *args: str, cwd: Path, fresh: bool = False, preexec_fn=None
+) -> subprocess.CompletedProcess:
     """``python train.py ARGS`` in ``cwd``, its exit status and output captured.
 
-    By default the program runs in a child forked from this test process: the child shares the
-    imports made here (torch, TensorDict, TorchRL, Hydra, marinenav: about 5 of the 9 CPU
-    seconds a tiny run takes in a new interpreter on the 2-core VMs) and has its own
-    arguments, working directory, ``__main__`` (train.py run anew), standard streams, warning
-    filters (a new interpreter's) and exit status. ``fresh=True`` starts a new ``python``
-    instead, for what only a new interpreter shows: warnings printed while importing, and
-    the start-up itself (the one-line refusals of tests/test_bad_input.py run both ways)."""
+    By default the program runs in a child forked from this test process (see
+    :func:`python_program`). ``fresh=True`` starts a new ``python`` instead, for what only a
+    new interpreter shows: warnings printed while importing, and the start-up itself (the
+    one-line refusals of tests/test_bad_input.py run both ways)."""
     if fresh:
         return subprocess.run(
             [sys.executable, str(ROOT / "train.py"), *args],
-            cwd=cwd, capture_output=True, text=True, timeout=600,
+            cwd=cwd, capture_output=True, text=True, timeout=600, preexec_fn=preexec_fn,
         )  # fmt: skip
-    return _forked_train_py(list(args), cwd, timeout=600)
+    return python_program(str(ROOT / "train.py"), *args, cwd=cwd, preexec_fn=preexec_fn)
+
+
+def python_program(
+    program: str, *args: str, cwd: Path = ROOT, timeout: float = 600, preexec_fn=None
+) -> subprocess.CompletedProcess:
+    """``python PROGRAM ARGS`` (a script's path) or ``python -m PROGRAM ARGS`` (``-m name``
+    given as ``program="-m marinenav.evaluate"``) in ``cwd``, exit status and output captured.
+
+    The program runs in a child forked from this test process: the child shares the imports
+    made here (torch, TensorDict, TorchRL, Hydra, matplotlib, marinenav: about 5 of the 9 CPU
+    seconds a tiny training run takes in a new interpreter on the 2-core VMs) and has its own
+    arguments, working directory, ``__main__`` (the program run anew), standard streams,
+    warning filters (a new interpreter's) and exit status; ``preexec_fn`` runs in the child
+    first, as ``subprocess``'s does (e.g. a resource limit). What only a new interpreter shows
+    (warnings printed while importing, the start itself) needs ``subprocess`` instead."""
+    module = program.startswith("-m ")
+    target = program[3:] if module else program
+    command = [sys.executable, *(["-m", target] if module else [target]), *args]
+    # sys.argv as the interpreter sets it (-m: the module's file path, put there by runpy)
+    def main() -> int:
+        if preexec_fn is not None:
+            preexec_fn()
+        return _run_main(target, module)
+
+    return _forked(command, [target, *args], main, cwd, timeout)
 
 
 # the warning filters of a new interpreter started without -W options
@@ -94,38 +119,53 @@ _NEW_INTERPRETER_FILTERS = [
 ]
 
 
-def _run_train_py_here(args: list[str], cwd: Path, out: int, err: int) -> int:
-    """In the forked child: train.py as ``__main__`` with ``out``/``err`` as its streams;
-    returns its exit status as the interpreter would (an uncaught error: its traceback, 1)."""
+def _run_main(target: str, module: bool) -> int:
+    """In the forked child: the program as ``__main__``; its exit status as the interpreter
+    would give it (an uncaught error: its traceback, 1)."""
+    try:
+        if module:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(target, run_name="__main__")
+        return 0
+    except SystemExit as stop:
+        if not isinstance(stop.code, int | None):
+            print(stop.code, file=sys.stderr)
+            return 1
+        return stop.code or 0
+    except BaseException:  # noqa: BLE001 (the interpreter's own handling of an uncaught error)
+        traceback.print_exc()
+        return 1
+
+
+def _in_child(argv: list[str], main, cwd: Path, out: int, err: int) -> int:
+    """In the forked child: ``out``/``err`` as the streams, ``argv`` as ``sys.argv``, a new
+    interpreter's warning filters; runs ``main()`` and flushes what an exit would flush."""
     os.dup2(out, 1)
     os.dup2(err, 2)
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
     os.chdir(cwd)
-    sys.argv = [str(ROOT / "train.py"), *args]
+    sys.argv = argv
     # pytest records warnings; a program prints them (and each registry starts anew)
     warnings.filters[:] = _NEW_INTERPRETER_FILTERS
     warnings._showwarnmsg_impl = lambda msg: sys.stderr.write(warnings._formatwarnmsg(msg))
     warnings.showwarning = warnings._showwarning_orig
     warnings._filters_mutated()
-    try:
-        runpy.run_path(str(ROOT / "train.py"), run_name="__main__")
-        code = 0
-    except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
-        if not isinstance(stop.code, int | None):
-            print(stop.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001 (the interpreter's own handling of an uncaught error)
-        traceback.print_exc()
-        code = 1
-    logging.shutdown()  # what the interpreter's exit does: the log files flushed and closed
+    code = main()
+    # what the interpreter's exit does: objects freed (multiprocessing's finalizers unlink
+    # their semaphores, e.g. TorchRL's replay writer's, held by a caught error's traceback),
+    # the log files flushed and closed
+    gc.collect()
+    logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     return code
 
 
-def _forked_train_py(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(ROOT / "train.py"), *args]
+def _forked(
+    command: list[str], argv: list[str], main, cwd: Path, timeout: float
+) -> subprocess.CompletedProcess:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -133,7 +173,7 @@ def _forked_train_py(args: list[str], cwd: Path, timeout: float) -> subprocess.C
         if pid == 0:  # the child never returns into pytest: os._exit skips the parent's atexit
             code = 1
             try:
-                code = _run_train_py_here(args, cwd, out.fileno(), err.fileno())
+                code = _in_child(argv, main, cwd, out.fileno(), err.fileno())
             finally:
                 os._exit(code)
         deadline = time.monotonic() + timeout
@@ -154,12 +194,9 @@ def _forked_train_py(args: list[str], cwd: Path, timeout: float) -> subprocess.C
 
 
 def benchmark_py(script: str, *args: str) -> subprocess.CompletedProcess:
-    """``python benchmarks/<script> ARGS`` from the repository root, output captured; the
-    caller reads the return code."""
-    return subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), *map(str, args)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    """``python benchmarks/<script> ARGS`` from the repository root (forked, as
+    :func:`python_program`), output captured; the caller reads the return code."""
+    return python_program(str(ROOT / "benchmarks" / script), *map(str, args))
 
 
 LONG = [*TINY, "agent=dqn", "training.total_timesteps=1000000", "evaluation.first=1000000"]

@@ -70,17 +70,20 @@ def test_a_bad_command_line_is_one_line_naming_the_problem(
 
 
 @pytest.mark.parametrize(
-    "override",
-    ["+foo=1", "agent=ac_iqn_schema", "training.batchsize=3", "training.updates_per_timestep=nan"],
+    ("override", "fresh"),
+    [("+foo=1", False), ("agent=ac_iqn_schema", False), ("training.batchsize=3", False),
+     ("training.updates_per_timestep=nan", True)],
     ids=["our-key-check", "hydra-choice", "hydra-key", "validation"],
-)
+)  # fmt: skip
 def test_train_py_refuses_in_that_line_with_status_2_and_no_run_directory(
-    override: str, tmp_path: Path
+    override: str, fresh: bool, tmp_path: Path
 ) -> None:
-    """In a new interpreter: nothing printed while importing (a warning) breaks the line."""
+    """The program itself, one refusal of each kind; the last (the deepest: past Hydra, into the
+    trainer's checks) in a new interpreter, where nothing printed while importing (a warning)
+    may break the line."""
     line = dict(BAD_COMMAND_LINES)[override]
     result = train_py(*COMMAND_LINE, override, f"hydra.run.dir={tmp_path}/outputs/day/run",
-                      cwd=tmp_path, fresh=True)  # fmt: skip
+                      cwd=tmp_path, fresh=fresh)  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(line), result.stderr
     assert "Traceback" not in result.stderr
@@ -162,7 +165,7 @@ def test_a_budget_of_part_of_a_batched_step_is_refused(
 
 
 def test_schemas_are_not_choices(tmp_path: Path) -> None:
-    result = train_py("agent=foo", cwd=tmp_path, fresh=True)
+    result = train_py("agent=foo", cwd=tmp_path)
     assert result.returncode == 2
     assert f"{AGENT_CHOICES}\n" in result.stderr
     assert "schema" not in result.stderr

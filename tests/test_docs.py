@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs_utils import heading_anchors
+from tests.run_utils import train_py
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -140,7 +141,7 @@ def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
     from marinenav.training.config import register_configs
     from marinenav.training.loggers import LOGGER_BACKENDS
 
-    result = run_python("train.py", "--help")
+    result = train_py("--help", cwd=ROOT)
     assert result.returncode == 0, result.stderr
     page = result.stdout
     assert "schema" not in page and "_target_" not in page

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,7 @@ import torch
 from marinenav.agents import make_agent
 from marinenav.evaluate import act_at_cvar, evaluate_run, format_table, main
 from marinenav.training.trainer import Trainer
-from tests.run_utils import head_commit, tiny_config
+from tests.run_utils import head_commit, python_program, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -100,11 +98,8 @@ def test_scenario_files_in_the_original_layout(run_dir: Path, tmp_path: Path) ->
 
 def test_command_line(run_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "metrics.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "marinenav.evaluate", str(run_dir), "--max-steps", "30",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = python_program("-m marinenav.evaluate", str(run_dir), "--max-steps", "30",
+                          "--out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "| success_rate |" in done.stdout
     metrics = json.loads(out.read_text())
@@ -113,17 +108,14 @@ def test_command_line(run_dir: Path, tmp_path: Path) -> None:
     assert metrics["evaluated_by"]["commit"] == head_commit()
     assert metrics["evaluated_by"]["device"] == "cpu"
     assert metrics["evaluated_by"]["torch"] == torch.__version__
-    missing = subprocess.run(
-        [sys.executable, "-m", "marinenav.evaluate", str(tmp_path / "nothing")],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    missing = python_program("-m marinenav.evaluate", str(tmp_path / "nothing"))
     assert missing.returncode == 2 and "no checkpoint" in missing.stderr
 
 
 def test_pictures_of_the_first_episode(run_dir: Path, tmp_path: Path) -> None:
     from marinenav.evaluate import main
 
-    assert main([str(run_dir), "--max-steps", "30", "--pictures", "1",
+    assert main([str(run_dir), "--max-steps", "8", "--pictures", "1",
                  "--pictures-dir", str(tmp_path)]) == 0  # fmt: skip
     frames = sorted((tmp_path / "episode_000").glob("*.png"))
     assert len(frames) >= 2 and (tmp_path / "episode_000.gif").stat().st_size > 1000
@@ -183,25 +175,17 @@ def test_pictures_of_a_planner_file_are_refused_not_skipped(capsys) -> None:
         " episode --planner FILE" in capsys.readouterr().err
 
 
-_INTERRUPTED_EVALUATION = """
-import runpy, sys
-from marinenav.training.evaluation import Evaluator
-def interrupted(self, *args, **kwargs):
-    raise KeyboardInterrupt  # Ctrl-C in the middle of the evaluation
-Evaluator.run = interrupted
-sys.argv = ["evaluate", *sys.argv[1:]]
-runpy.run_module("marinenav.evaluate", run_name="__main__")
-"""
-
-
 def test_ctrl_c_during_an_evaluation_is_one_line_and_writes_nothing(
-    run_dir: Path, tmp_path: Path
+    run_dir: Path, tmp_path: Path, monkeypatch
 ) -> None:
+    from marinenav.training.evaluation import Evaluator
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt  # Ctrl-C in the middle of the evaluation
+
+    monkeypatch.setattr(Evaluator, "run", interrupted)  # the forked program inherits it
     out = tmp_path / "metrics.json"
-    result = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_EVALUATION, str(run_dir), "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    result = python_program("-m marinenav.evaluate", str(run_dir), "--out", str(out))
     assert result.returncode == 130  # 128 + SIGINT
     assert result.stderr.strip().splitlines()[-1] == (
         "python -m marinenav.evaluate: interrupted; files written before are whole, nothing "

@@ -41,6 +41,7 @@ from marinenav.planner.export import (
     write_in_place,
 )
 from tests.export_utils import EXPORT_SEED, pt2_agents
+from tests.run_utils import python_program
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 7
@@ -377,12 +378,8 @@ def test_command_line_exports_a_trained_run(trained_run: Path, tmp_path: Path) -
     run = trained_run
     out = tmp_path / "exported"
     with_onnx = importlib.util.find_spec("onnx") is not None
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "marinenav.export", str(run), "--out", str(out)]
-    result = subprocess.run(
-        cmd + (["--onnx"] if with_onnx else []),
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    result = python_program("-m marinenav.export", str(run), "--out", str(out),
+                            *(["--onnx"] if with_onnx else []))  # fmt: skip
     assert result.returncode == 0, result.stderr
     path = out / "traced_DQN_model.pt"  # the original's file name
     assert str(path) in result.stdout.splitlines()

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import errno
 import resource
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from marinenav import files
 from marinenav.files import FileWriteError, atomic_path, check_writable, write_text, write_with
 from marinenav.training.trainer import Trainer
-from tests.run_utils import tiny_config
+from tests.run_utils import python_program, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -124,10 +122,8 @@ def test_export_on_a_nearly_full_disk_is_one_line_and_leaves_no_torn_file(
     finished_run: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "planners"
-    result = subprocess.run(
-        [sys.executable, "-m", "marinenav.export", str(finished_run), "--out", str(out)],
-        capture_output=True, text=True, timeout=300, preexec_fn=_limited_file_size(20_000),
-    )  # fmt: skip
+    result = python_program("-m marinenav.export", str(finished_run), "--out", str(out),
+                            preexec_fn=_limited_file_size(20_000))  # fmt: skip
     assert result.returncode == 2, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"python -m marinenav.export: error: --out {out}: cannot write {out}/")

@@ -6,13 +6,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.run_utils import ROOT, benchmark_py
+from tests.run_utils import ROOT, benchmark_py, python_program
 
 _SPEC = importlib.util.spec_from_file_location(
     "imazu_draws", ROOT / "benchmarks" / "imazu_draws.py"
@@ -55,9 +53,9 @@ def test_a_draw_is_what_marinenav_evaluate_reports_at_that_seed(
     row = next(line for line in out.stdout.splitlines() if line.startswith("| 254 |"))
     solved, kept = (int(x) for x in row.strip("| ").split(" | ")[1:])
     record = tmp_path / "imazu.json"
-    subprocess.run([sys.executable, "-m", "marinenav.evaluate", "--planner", str(planner),
-                    "--scenario", "imazu", "--seed", "254", "--out", str(record), *acting],
-                   check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+    done = python_program("-m marinenav.evaluate", "--planner", str(planner), "--scenario",
+                          "imazu", "--seed", "254", "--out", str(record), *acting)  # fmt: skip
+    assert done.returncode == 0, done.stderr
     metrics = json.loads(record.read_text())
     assert solved == sum(metrics["episodes"]["success"])
     assert kept == metrics["colregs"]["kept"]

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from marinenav.training.trainer import StopSignals
-from tests.run_utils import LONG, ROOT, TINY, logged_at, start_training, wait_for
+from tests.run_utils import LONG, ROOT, TINY, logged_at, start_training, train_py, wait_for
 
 
 # SIGINT's run is in the long set (the handler is the same; SIGTERM is what schedulers send)
@@ -46,10 +46,7 @@ def test_a_stop_signal_checkpoints_and_prints_the_resume_command(signum, tmp_pat
     assert f"hydra.run.dir={run_dir}" in command and "resume=true" in command
     args = [a if not a.startswith("training.total_timesteps=") else
             f"training.total_timesteps={stopped_at + 20}" for a in command[2:]]  # fmt: skip
-    resumed = subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), *args],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    resumed = train_py(*args, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"from timestep {stopped_at:,} to {stopped_at + 20:,}" in resumed.stdout
     state = torch.load(run_dir / "checkpoint.pt", weights_only=False)

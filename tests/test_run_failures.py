@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.run_utils import ROOT, TINY
+from tests.run_utils import ROOT, TINY, train_py
 
 TINY_DQN = [*TINY, "agent=dqn"]
 
@@ -37,27 +37,21 @@ def test_a_reader_that_goes_away_does_not_fail_a_finished_run(tmp_path: Path) ->
     assert (run / "checkpoint.pt").is_file()
 
 
-_FAULTY_TRAINER = """
-import runpy, sys
-from marinenav.training.trainer import Trainer
-step = Trainer.step_environments
-def faulty(self):
-    if self.timesteps >= 100:
-        raise RuntimeError("a bug in the loop")
-    step(self)
-Trainer.step_environments = faulty
-sys.argv = ["train.py", *sys.argv[1:]]
-runpy.run_path(sys.argv.pop(1), run_name="__main__")
-"""
+def test_an_unexpected_error_keeps_its_traceback_in_train_log_and_exits_1(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from marinenav.training.trainer import Trainer
 
+    step = Trainer.step_environments
 
-def test_an_unexpected_error_keeps_its_traceback_in_train_log_and_exits_1(tmp_path: Path) -> None:
+    def faulty(self):
+        if self.timesteps >= 100:
+            raise RuntimeError("a bug in the loop")
+        step(self)
+
+    monkeypatch.setattr(Trainer, "step_environments", faulty)  # the forked train.py's too
     run = tmp_path / "run"
-    result = subprocess.run(
-        [sys.executable, "-c", _FAULTY_TRAINER, str(ROOT / "train.py"), *TINY_DQN,
-         f"hydra.run.dir={run}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    result = train_py(*TINY_DQN, f"hydra.run.dir={run}", cwd=tmp_path)
     assert result.returncode == 1, result.stderr  # not 2, a usage error's
     assert result.stderr.splitlines()[-1] == (
         f"error: unexpected RuntimeError: a bug in the loop (the traceback is in "
@@ -74,9 +68,8 @@ def test_a_full_disk_while_training_is_one_line_naming_the_file(tmp_path: Path) 
     "File too large" (it said ``[enforce fail at inline_container.cc:672] . unexpected pos``),
     and no torn or temporary file is left."""
     run = tmp_path / "run"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), *TINY_DQN, f"hydra.run.dir={run}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    result = train_py(
+        *TINY_DQN, f"hydra.run.dir={run}", cwd=tmp_path,
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)),
     )  # fmt: skip
     assert result.returncode == 1, result.stderr

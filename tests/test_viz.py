@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ from marinenav.viz import (
     save_frames,
 )
 from marinenav.viz.episode import frame_indices
-from tests.run_utils import ROOT, tiny_config
+from tests.run_utils import python_program, tiny_config
 
 MAX_STEPS = 20  # evaluation step cap of the tiny run
 
@@ -230,8 +229,7 @@ def test_a_run_that_counted_the_colregs_gets_a_fourth_panel(two_seeds, tmp_path:
 
 
 def viz(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "marinenav.viz", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return python_program("-m marinenav.viz", *args)
 
 
 def test_command_line(run_dir: Path, two_seeds: list[Path], tmp_path: Path) -> None:
