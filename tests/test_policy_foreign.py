@@ -169,7 +169,7 @@ def test_collector_on_a_serial_env(name: str) -> None:
 
 
 def test_parallel_env_rollout() -> None:
-    env = ParallelEnv(2, partial(GymEnv, "Pendulum-v1"))
+    env = ParallelEnv(2, partial(GymEnv, "Pendulum-v1"), mp_start_method="fork")  # shared imports
     policy = PolicyWrapper(linear(3, 1), env.full_action_spec, epsilon=1.0)
     with set_exploration_type(RANDOM):
         action = env.rollout(10, policy)["action"]
