@@ -1,11 +1,21 @@
-"""Shared helpers for the agents' tests: random training batches."""
+"""Shared helpers for the agents' tests: random training batches, per-agent parameters."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from tensordict import TensorDict
 
 from marinenav.training.updater import Updater
+
+
+def agents_in_the_default_set(names, default: tuple[str, ...]) -> list:
+    """``names`` as test parameters, those outside ``default`` marked ``slow``: a check repeated
+    per agent runs for a few agents by default (one of each kind it can tell apart) and for
+    every agent in the long set (``pytest -m slow``)."""
+    unknown = set(default) - set(names)
+    assert not unknown, f"not among the parameters: {sorted(unknown)}"
+    return [pytest.param(name, marks=() if name in default else pytest.mark.slow) for name in names]
 
 
 def observation(batch: int, generator: torch.Generator) -> dict[str, torch.Tensor]:

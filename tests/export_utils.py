@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from marinenav.agents import AGENT_NAMES
+from tests.agent_utils import agents_in_the_default_set
 
 EXPORT_SEED = 5  # the agents every format test exports
 # The agents whose .pt2 packages the default run compiles (AOTInductor compiles C++ for each,
@@ -14,7 +13,4 @@ PT2_AGENTS = ("iqn", "sac")
 
 def pt2_agents() -> list:
     """Every agent name as a parameter, those outside :data:`PT2_AGENTS` marked ``slow``."""
-    return [
-        pytest.param(name, marks=() if name in PT2_AGENTS else pytest.mark.slow)
-        for name in AGENT_NAMES
-    ]
+    return agents_in_the_default_set(AGENT_NAMES, PT2_AGENTS)

@@ -15,6 +15,7 @@ import torch
 from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.training.trainer import Trainer
 from marinenav.training.validation import expected_updates
+from tests.agent_utils import agents_in_the_default_set
 from tests.run_utils import tiny_config
 
 REPLAY_AGENTS = [name for name in AGENT_NAMES if agent_class(name).learning == "replay"]
@@ -51,7 +52,8 @@ def _many_environments(agent: str, num_envs: int, learning_starts: int, steps: i
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("agent", REPLAY_AGENTS)
+# by default a one-step and a prioritized n-step learner; every replay agent in the long set
+@pytest.mark.parametrize("agent", agents_in_the_default_set(REPLAY_AGENTS, ("dqn", "rainbow")))
 def test_4096_environments_update_only_from_complete_transitions(
     agent: str, tmp_path: Path
 ) -> None:

@@ -18,6 +18,7 @@ from marinenav.agents import AGENT_NAMES, agent_class
 from marinenav.training.config import crossed
 from marinenav.training.trainer import Trainer, linear_epsilon
 from marinenav.training.validation import ConfigError, gpu_advice, memory_estimate, validate
+from tests.agent_utils import agents_in_the_default_set
 from tests.compile_utils import needs_cxx
 from tests.run_utils import (
     TINY,
@@ -89,7 +90,11 @@ def test_expected_update_counts_of_the_tiny_run() -> None:
     assert [expected_updates(rollout, t) for t in (126, 128, 160, 256)] == [0, 20, 20, 40]
 
 
-@pytest.mark.parametrize("agent", AGENT_NAMES)
+# by default one agent of each learner kind: distributional actor-critic, prioritized n-step
+# replay, stochastic continuous, on-policy rollouts; every agent in the long set
+@pytest.mark.parametrize(
+    "agent", agents_in_the_default_set(AGENT_NAMES, ("ac_iqn", "rainbow", "sac", "mappo"))
+)
 def test_train_evaluate_checkpoint_resume(agent: str, tmp_path: Path) -> None:
     cfg = tiny_config(f"agent={agent}")
     trainer = Trainer(cfg, tmp_path)
@@ -196,12 +201,19 @@ MIXED_AND_PRICED = (*TWO_PARTS, "scenario.passed_ahead_penalty=5",
 BEST_MIXED_RECIPE = (*WATERS_SETTINGS, "scenario.parts.currents.options.num_cores=[4]")
 
 
-SYNC_FREE_RUNS = pytest.mark.parametrize(
+SYNC_FREE_CASES = [("dqn", ()), ("sac", ()), ("rainbow", ()), ("rainbow", MIXED_AND_PRICED),
+                   ("rainbow", BEST_MIXED_RECIPE), ("ac_iqn", ())]  # fmt: skip
+SYNC_FREE_IDS = ["dqn", "sac", "rainbow", "rainbow-mix-priced", "rainbow-best-mixed-recipe",
+                 "ac_iqn"]  # fmt: skip
+SYNC_FREE_RUNS = pytest.mark.parametrize(("agent", "extra"), SYNC_FREE_CASES, ids=SYNC_FREE_IDS)
+# on the CPU (every operator counted through a Python hook) plain Rainbow is in the long set:
+# the two mixed Rainbow runs take its path and more
+SYNC_FREE_RUNS_CPU = pytest.mark.parametrize(
     ("agent", "extra"),
-    [("dqn", ()), ("sac", ()), ("rainbow", ()), ("rainbow", MIXED_AND_PRICED),
-     ("rainbow", BEST_MIXED_RECIPE), ("ac_iqn", ())],
-    ids=["dqn", "sac", "rainbow", "rainbow-mix-priced", "rainbow-best-mixed-recipe", "ac_iqn"],
-)
+    [pytest.param(*case, marks=pytest.mark.slow) if name == "rainbow" else case
+     for case, name in zip(SYNC_FREE_CASES, SYNC_FREE_IDS, strict=True)],
+    ids=SYNC_FREE_IDS,
+)  # fmt: skip
 
 
 def _trainer_filled(agent: str, extra: tuple, device: str, tmp_path: Path) -> tuple[Trainer, Any]:
@@ -222,7 +234,7 @@ def _trainer_filled(agent: str, extra: tuple, device: str, tmp_path: Path) -> tu
     return trainer, batched_step
 
 
-@SYNC_FREE_RUNS
+@SYNC_FREE_RUNS_CPU
 def test_training_steps_make_no_host_read_back(agent: str, extra: tuple, tmp_path: Path) -> None:
     """Counted under ``count_read_backs`` (each operator through a Python hook, about 50 times
     the step's own time), so the window is as short as still holds what a step can do: five

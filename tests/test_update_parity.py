@@ -65,10 +65,10 @@ RUNS = {
        for name in ("ac_iqn", "dqn")},
     "sac-fast-learn_alpha": ("sac", "fast", ("agent.learn_alpha=true",)),
 }  # fmt: skip
-# the default run keeps ac_iqn, dqn and mappo (fast) and dqn (paper): about 45 s of one core on
+# the default run keeps ac_iqn and mappo (fast) and dqn (paper): about 30 s of one core on
 # the Intel Xeon VM; the rest run with `pytest -m slow`
 SLOW = {"iqn-fast", "td3-fast", "rainbow-fast", "ippo-fast", "ac_iqn-paper", "sac-fast-learn_alpha",
-        "sac-fast", "ddpg-fast"}  # fmt: skip
+        "sac-fast", "ddpg-fast", "dqn-fast"}  # fmt: skip
 
 
 def run_config(run: str):
