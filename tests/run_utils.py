@@ -124,6 +124,9 @@ def _run_main(target: str, module: bool) -> int:
     would give it (an uncaught error: its traceback, 1)."""
     try:
         if module:
+            # as in a new interpreter, the module is not imported yet (an earlier test may have
+            # imported it, or an alias of another module, as marinenav.export is)
+            sys.modules.pop(target, None)
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
             runpy.run_path(target, run_name="__main__")
