@@ -20,6 +20,11 @@ reached its goal, or its episode ended otherwise, with the target still closing)
 success rate, not its interval, in open water, the harbour and with 4 vortex cores, the Imazu
 cases solved and kept) and which each meets, then how many labels meet every bar: the "k of n
 seeds" of docs/results.md, computed from the files (a water not evaluated fails its bar).
+
+``--cases`` prints instead one row per Imazu case over the labels given (the seeds of a
+recipe): its targets' encounters (rule), in how many labels the case was solved and its COLREGs
+kept, and the checks broken there by rule: which situations a recipe never learns, and which
+it learns in some seeds only. Labels without an Imazu file are left out and named.
 """
 
 from __future__ import annotations
@@ -134,6 +139,35 @@ def broken_row(label: str, metrics: dict[str, dict]) -> str:
     return f"| {label} | {kept} | " + " | ".join(cells) + " |"
 
 
+def case_rows(table: dict[str, dict[str, dict]], labels: list[str]) -> tuple[list[str], list]:
+    """Per Imazu case, over the ``labels`` that have an Imazu file: the Markdown row (encounters,
+    solved and kept in k of n, broken checks by rule), and the labels without a file."""
+    records = [table[label]["imazu"] for label in labels if "imazu" in table.get(label, {})]
+    missing = [label for label in labels if "imazu" not in table.get(label, {})]
+    if not records:
+        return [], missing
+    cases = len(records[0]["episodes"]["success"])
+    if any(len(r["episodes"]["success"]) != cases for r in records):
+        raise SystemExit("waters_table.py: error: the Imazu files hold different case counts")
+    rows = []
+    for case in range(cases):
+        first = records[0]["encounters"][case]
+        encounters = "; ".join(f"{t['encounter']} ({t['rule']})" for t in first["targets"]) \
+            if first else "-"  # fmt: skip
+        solved = sum(bool(r["episodes"]["success"][case]) for r in records)
+        kept = sum(bool(r["encounters"][case] and r["encounters"][case].get("colregs_kept"))
+                   for r in records)  # fmt: skip
+        broken: dict[str, int] = {}
+        for r in records:
+            for target in (r["encounters"][case] or {}).get("targets", []):
+                if target["passed"] is False:
+                    broken[target["rule"]] = broken.get(target["rule"], 0) + 1
+        named = ", ".join(f"rule {rule}: {n}" for rule, n in sorted(broken.items())) or "-"
+        rows.append(f"| case {case + 1} | {encounters} | {solved} of {len(records)} "
+                    f"| {kept} of {len(records)} | {named} |")  # fmt: skip
+    return rows, missing
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
@@ -142,8 +176,18 @@ def main() -> None:
                         help="the Imazu checks broken, by rule and what broke them")  # fmt: skip
     parser.add_argument("--bars", action="store_true",
                         help="the mixed bars per label; how many meet them all")  # fmt: skip
+    parser.add_argument("--cases", action="store_true",
+                        help="per Imazu case: solved and kept in how many labels")  # fmt: skip
     args = parser.parse_args()
     table = load(args.directory)
+    if args.cases:
+        rows, missing = case_rows(table, args.labels or sorted(table))
+        print("| case | targets: encounter (rule) | solved | COLREGs kept | checks broken |")
+        print("| --- | --- | ---: | ---: | --- |")
+        print("\n".join(rows))
+        if missing:
+            print(f"\nno Imazu file: {', '.join(missing)}")
+        return
     if args.bars:
         print("| planner | open water >= 0.90 | harbour >= 0.80 | 4 vortex cores >= 0.85 "
               "| Imazu solved >= 20 | COLREGs kept >= 18 | bars met |")

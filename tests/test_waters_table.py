@@ -2,7 +2,7 @@
 evaluation files: a rate per water with its episode count, "-" for a water not evaluated, and
 with ``--broken`` each broken Imazu check counted once, by rule and reason, early, or at the
 episode's end; with ``--bars`` the mixed recipe's bars met per label and in how many labels
-all of them."""
+all of them; with ``--cases`` each Imazu case over the labels."""
 
 from __future__ import annotations
 
@@ -106,3 +106,39 @@ def test_the_bars_met_per_label_and_how_many_meet_every_bar(tmp_path: Path) -> N
     assert rows["rules"] == ["0.950", "0.900", "0.900", "21", "**17**", "4 of 5 |"]
     assert rows["open_only"] == ["0.990", "-", "-", "-", "-", "1 of 5 |"]
     assert lines[-1] == "every bar: 1 of 4"
+
+
+def test_per_case_counts_over_the_labels(tmp_path: Path) -> None:
+    """``--cases``: per Imazu case the first file's encounters, in how many labels it was
+    solved and kept, the broken checks by rule; a label without an Imazu file is named."""
+
+    def target(encounter: str, rule: str, passed: bool | None) -> dict:
+        return {"encounter": encounter, "rule": rule, "passed": passed, "closest_step": 9}
+
+    def case(kept: bool, *targets: dict) -> dict:
+        return {"targets": list(targets), "colregs_kept": kept}
+
+    head_on, crossing = ("head-on", "14"), ("crossing, give way", "15")
+    seed0 = _imazu([], [], kept=0)
+    seed0["episodes"] = _episodes([True, True])
+    seed0["encounters"] = [
+        case(True, target(*head_on, True)),
+        case(False, target(*crossing, False), target(*head_on, None)),
+    ]
+    seed1 = _imazu([], [], kept=0)
+    seed1["episodes"] = _episodes([False, True])
+    seed1["encounters"] = [
+        case(False, target(*head_on, False)),
+        case(False, target(*crossing, False), target(*head_on, False)),
+    ]
+    _write(tmp_path, "s0", "imazu", seed0)
+    _write(tmp_path, "s1", "imazu", seed1)
+    _write(tmp_path, "s2", "large", _rate(9, 10))  # no Imazu file
+
+    out = benchmark_py("waters_table.py", tmp_path, "--cases", "--labels", "s0", "s1", "s2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[2] == "| case 1 | head-on (14) | 1 of 2 | 1 of 2 | rule 14: 1 |"
+    assert lines[3] == ("| case 2 | crossing, give way (15); head-on (14) | 2 of 2 | 0 of 2 "
+                        "| rule 14: 1, rule 15: 2 |")  # fmt: skip
+    assert lines[-1] == "no Imazu file: s2"
