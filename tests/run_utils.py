@@ -1,6 +1,7 @@
 """Shared pieces of the tests that train: the tiny configuration (seconds per run), composing it,
-and running ``train.py`` in a child process (forked from the test's, or a new interpreter),
-waiting on progress the child reports."""
+and running ``train.py`` and the other programs (``-m marinenav.evaluate``, the benchmark
+scripts) in a child process (forked from the test's, or a new interpreter), waiting on progress
+the child reports."""
 
 from __future__ import annotations
 
@@ -100,12 +101,13 @@ def python_program(
     module = program.startswith("-m ")
     target = program[3:] if module else program
     command = [sys.executable, *(["-m", target] if module else [target]), *args]
-    # sys.argv as the interpreter sets it (-m: the module's file path, put there by runpy)
+
     def main() -> int:
         if preexec_fn is not None:
             preexec_fn()
         return _run_main(target, module)
 
+    # sys.argv as the interpreter sets it (-m: runpy puts the module's file path first)
     return _forked(command, [target, *args], main, cwd, timeout)
 
 

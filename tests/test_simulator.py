@@ -366,6 +366,11 @@ def _broken(edit) -> dict:
         ),
         (lambda s: s["robots"].__setitem__("N", [5]), "robots.N must be 10"),
         (lambda s: s["robots"].__setitem__("init_theta", [float("nan")]), "non-finite"),
+        # checked number by number: inside nested lists, and an int past float64's range
+        (lambda s: s["robots"]["start"][0].__setitem__(1, float("-inf")),
+         "scenario 0: scenario key robots.start holds a non-finite number$"),
+        (lambda s: s["env"]["obstacles"]["r"].__setitem__(0, 10**400),
+         "scenario 0: scenario key env.obstacles.r holds a non-finite number$"),
         (lambda s: s["robots"].__setitem__("m", [20.0]), "singular"),
         # strings used to be refused naming no key (or read: float("55")), and a start
         # 1,000 km off the 55 m map was accepted
