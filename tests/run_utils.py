@@ -9,6 +9,7 @@ import gc
 import io
 import logging
 import os
+import resource
 import runpy
 import signal
 import subprocess
@@ -196,6 +197,12 @@ def _forked(
         return subprocess.CompletedProcess(
             command, os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode()
         )
+
+
+def limited_file_size(limit: int):
+    """``preexec_fn``: files of the child may not grow beyond ``limit`` bytes (EFBIG), as on a
+    nearly full disk; Python ignores SIGXFSZ, so writes fail instead of killing the process."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
 
 def benchmark_py(script: str, *args: str) -> subprocess.CompletedProcess:

@@ -5,7 +5,6 @@ under the export command is one line, not a C++ abort and a torn planner file.""
 from __future__ import annotations
 
 import errno
-import resource
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from marinenav import files
 from marinenav.files import FileWriteError, atomic_path, check_writable, write_text, write_with
 from marinenav.training.trainer import Trainer
-from tests.run_utils import python_program, tiny_config
+from tests.run_utils import limited_file_size, python_program, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -112,18 +111,12 @@ def test_remove_leftovers_removes_only_the_named_file_s_temporaries(tmp_path: Pa
     assert [p.name for p in tmp_path.iterdir()] == ["kept.json"]
 
 
-def _limited_file_size(limit: int):
-    """``preexec_fn``: files of the child may not grow beyond ``limit`` bytes (EFBIG), as on a
-    nearly full disk; Python ignores SIGXFSZ, so writes fail instead of killing the process."""
-    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-
 def test_export_on_a_nearly_full_disk_is_one_line_and_leaves_no_torn_file(
     finished_run: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "planners"
     result = python_program("-m marinenav.export", str(finished_run), "--out", str(out),
-                            preexec_fn=_limited_file_size(20_000))  # fmt: skip
+                            preexec_fn=limited_file_size(20_000))  # fmt: skip
     assert result.returncode == 2, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"python -m marinenav.export: error: --out {out}: cannot write {out}/")

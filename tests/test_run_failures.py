@@ -5,14 +5,13 @@ a sweep with a refused job runs its other jobs and names the refused one."""
 
 from __future__ import annotations
 
-import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.run_utils import ROOT, TINY, train_py
+from tests.run_utils import ROOT, TINY, limited_file_size, train_py
 
 TINY_DQN = [*TINY, "agent=dqn"]
 
@@ -70,7 +69,7 @@ def test_a_full_disk_while_training_is_one_line_naming_the_file(tmp_path: Path) 
     run = tmp_path / "run"
     result = train_py(
         *TINY_DQN, f"hydra.run.dir={run}", cwd=tmp_path,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)),
+        preexec_fn=limited_file_size(20_000),
     )  # fmt: skip
     assert result.returncode == 1, result.stderr
     last = result.stderr.splitlines()[-1]

@@ -201,18 +201,21 @@ MIXED_AND_PRICED = (*TWO_PARTS, "scenario.passed_ahead_penalty=5",
 BEST_MIXED_RECIPE = (*WATERS_SETTINGS, "scenario.parts.currents.options.num_cores=[4]")
 
 
-SYNC_FREE_CASES = [("dqn", ()), ("sac", ()), ("rainbow", ()), ("rainbow", MIXED_AND_PRICED),
-                   ("rainbow", BEST_MIXED_RECIPE), ("ac_iqn", ())]  # fmt: skip
-SYNC_FREE_IDS = ["dqn", "sac", "rainbow", "rainbow-mix-priced", "rainbow-best-mixed-recipe",
-                 "ac_iqn"]  # fmt: skip
-SYNC_FREE_RUNS = pytest.mark.parametrize(("agent", "extra"), SYNC_FREE_CASES, ids=SYNC_FREE_IDS)
+SYNC_FREE_CASES = [
+    pytest.param("dqn", (), id="dqn"),
+    pytest.param("sac", (), id="sac"),
+    pytest.param("rainbow", (), id="rainbow"),
+    pytest.param("rainbow", MIXED_AND_PRICED, id="rainbow-mix-priced"),
+    pytest.param("rainbow", BEST_MIXED_RECIPE, id="rainbow-best-mixed-recipe"),
+    pytest.param("ac_iqn", (), id="ac_iqn"),
+]
+SYNC_FREE_RUNS = pytest.mark.parametrize(("agent", "extra"), SYNC_FREE_CASES)
 # on the CPU (every operator counted through a Python hook) plain Rainbow is in the long set:
 # the two mixed Rainbow runs take its path and more
 SYNC_FREE_RUNS_CPU = pytest.mark.parametrize(
     ("agent", "extra"),
-    [pytest.param(*case, marks=pytest.mark.slow) if name == "rainbow" else case
-     for case, name in zip(SYNC_FREE_CASES, SYNC_FREE_IDS, strict=True)],
-    ids=SYNC_FREE_IDS,
+    [pytest.param(*case.values, marks=pytest.mark.slow, id=case.id) if case.id == "rainbow"
+     else case for case in SYNC_FREE_CASES],
 )  # fmt: skip
 
 
