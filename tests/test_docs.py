@@ -188,6 +188,21 @@ def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
         check_train_command(example)
 
 
+
+def test_hydra_help_keeps_hydras_flags_and_groups() -> None:
+    """``python train.py --hydra-help`` is Hydra's own page: its template's ``$FLAGS_HELP`` and
+    ``$HYDRA_CONFIG_GROUPS`` are filled (train.py fills only the fields a help template uses,
+    and ``--help``'s uses none), the launchers and sweepers ours register among the groups."""
+    result = train_py("--hydra-help", cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    page = result.stdout
+    assert "== Flags ==" in page and "--multirun,-m : Run multiple jobs" in page
+    groups = dict(line.split(": ", 1) for line in page.splitlines() if line.startswith("hydra/"))
+    assert {"joblib", "basic"} <= set(groups["hydra/launcher"].split(", "))
+    assert "optuna" in groups["hydra/sweeper"].split(", ")
+    assert "marinenav" in groups["hydra/help"].split(", ")
+    assert "$" not in page.replace('eval "$(', "")
+
 def program_of(command: str) -> tuple[str, ...] | None:
     """The program a documented command runs, as ``("-m", module[, viz subcommand])`` or
     ``(script,)``; None for ``train.py`` (tested above) and anything else."""
