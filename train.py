@@ -184,7 +184,7 @@ def train_run(cfg: DictConfig, run_dir: Path, job_dir: Path, first: bool,
     start removes what Hydra made for the job only while nothing of it has trained (``first``);
     ``on_start`` runs once the run owns its directory (the job's own records)."""
     from marinenav.files import FileWriteError
-    from marinenav.training.checkpoint import CHECKPOINT_NAME
+    from marinenav.run_files import CHECKPOINT_NAME
     from marinenav.training.rundir import remove_new_directories
     from marinenav.training.trainer import Trainer, TrainingDiverged, TrainingInterrupted
 
@@ -225,7 +225,7 @@ def main(cfg: DictConfig) -> float:
     """Train, evaluate and checkpoint in Hydra's run directory; returns the final success rate
     (the value a sweeper optimises), or with ``seeds`` set the mean over those seeds' runs
     (:mod:`marinenav.training.seeds`). Ends with the exit statuses above."""
-    from marinenav.training.checkpoint import CHECKPOINT_NAME
+    from marinenav.run_files import CHECKPOINT_NAME
     from marinenav.training.rundir import remove_new_directories
     from marinenav.training.seeds import seed_runs, write_summary
     from marinenav.training.trainer import say

@@ -41,8 +41,7 @@ import numpy as np
 from rliable import library as rly
 from rliable import metrics
 
-from marinenav.viz.curves import EVALUATIONS_NAME
-from marinenav.viz.quality import LARGE_NAME
+from marinenav.run_files import EVALUATIONS_NAME, LARGE_NAME
 
 ScoreSource = Literal["auto", "large", "validation"]
 REPS = 50_000  # bootstrap resamples for the aggregates (rliable's default)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from marinenav.run_files import LARGE_NAME
 from marinenav.viz.__main__ import main
-from marinenav.viz.quality import LARGE_NAME, read_run
+from marinenav.viz.quality import read_run
 
 
 def write_run(run_dir: Path, rates: list[float], seconds: list[float], n: int = 10) -> Path:

@@ -31,9 +31,9 @@ import torch
 from marinenav.agents import Agent
 from marinenav.files import FileWriteError, atomic_path, describe
 from marinenav.keys import device_named
+from marinenav.run_files import CHECKPOINT_NAME
 from marinenav.training.averaging import AVERAGE_KEY, averaged_network_state
 from marinenav.training.factory import build_agent
-from marinenav.training.rundir import CHECKPOINT_NAME
 from marinenav.training.seeds import seed_job_hint
 from marinenav.training.updater import Updater
 

@@ -26,16 +26,16 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from marinenav.files import append_line
+from marinenav.run_files import CHECKPOINT_NAME, EVALUATIONS_NAME, LARGE_NAME
 from marinenav.training.machine import SESSIONS_NAME
 from marinenav.training.validation import ConfigError
 
 LOCK_NAME = "run.lock"
-CHECKPOINT_NAME = "checkpoint.pt"  # the run's latest state (training/checkpoint.py)
 RESUMES_NAME = "resumes.jsonl"  # one record per resume: when, from which timestep, what changed
 # what a trainer writes into its run directory: replaced as a whole by overwrite=true
 RUN_OUTPUTS = (
     CHECKPOINT_NAME, f"{CHECKPOINT_NAME}.tmp", "best", "evaluated", "logs", "mlruns",
-    "evaluations.jsonl", "eval_configs.json", RESUMES_NAME, "evaluation_large.json",
+    EVALUATIONS_NAME, "eval_configs.json", RESUMES_NAME, LARGE_NAME,
     SESSIONS_NAME,
 )  # fmt: skip
 # keys a resumed run may change: its budget, when it evaluates, checkpoints and logs, and where

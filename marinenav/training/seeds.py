@@ -25,7 +25,7 @@ from omegaconf import DictConfig, ListConfig, open_dict
 
 from marinenav.files import write_text
 from marinenav.keys import check_seed
-from marinenav.training.rundir import CHECKPOINT_NAME
+from marinenav.run_files import CHECKPOINT_NAME
 from marinenav.training.validation import ConfigError
 
 SUMMARY_NAME = "seeds.json"

@@ -64,6 +64,7 @@ from marinenav.keys import (
     REWARD_TERMS_KEY,
     device_named,
 )
+from marinenav.run_files import EVALUATIONS_NAME
 from marinenav.sim import InfoState
 from marinenav.training.averaging import AVERAGE_KEY, PolicyAverage
 from marinenav.training.checkpoint import (
@@ -473,7 +474,7 @@ class Trainer:
             f"in {wall} (this session)",
             f"  final evaluation ({len(final['episodes']['success'])} episodes): {metrics}",
             f"  checkpoint: {run / CHECKPOINT_NAME}",
-            f"  evaluations: {run / 'evaluations.jsonl'}; logs: {run / 'logs'}",
+            f"  evaluations: {run / EVALUATIONS_NAME}; logs: {run / 'logs'}",
             f"  evaluate: python -m marinenav.evaluate {run}",
             f"  plot: python -m marinenav.viz curves {run} --out {run / 'learning_curves.png'}",
         ])  # fmt: skip
@@ -683,7 +684,7 @@ class Trainer:
         """``evaluations.jsonl``: one line per evaluation of :attr:`evaluations`, rewritten
         whole and atomically (a few kB), so a crash never leaves half a line."""
         lines = "".join(json.dumps(metrics) + "\n" for metrics in self.evaluations)
-        write_text(self.run_dir / "evaluations.jsonl", lines)
+        write_text(self.run_dir / EVALUATIONS_NAME, lines)
 
     def save_snapshot(self, directory: Path) -> Path:
         """The agent as it is now (networks, optimisers, config, counters, the evaluations so

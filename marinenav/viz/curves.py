@@ -29,8 +29,8 @@ from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
 from marinenav.files import save_figure
+from marinenav.run_files import CHECKPOINT_NAME, EVALUATIONS_NAME
 
-EVALUATIONS_NAME = "evaluations.jsonl"
 # the eval/ keys of a round; colregs_kept only where the set holds encounter episodes (NaN else)
 METRICS = ("return", "success_rate", "travel_time", "energy", "colregs_kept")
 NUM_STAGES = 6  # the paper's curriculum
@@ -96,7 +96,7 @@ def run_config(run_dir: str | Path) -> dict[str, Any] | None:
     hydra_config = run_dir / ".hydra" / "config.yaml"
     if hydra_config.is_file():
         return OmegaConf.to_container(OmegaConf.load(hydra_config))
-    checkpoint = run_dir / "checkpoint.pt"
+    checkpoint = run_dir / CHECKPOINT_NAME
     if checkpoint.is_file():
         state = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
         return state["config"]

@@ -33,10 +33,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from marinenav.files import save_figure
+from marinenav.run_files import EVALUATIONS_NAME, LARGE_NAME
 from marinenav.stats import format_rate
-from marinenav.viz.curves import EVALUATIONS_NAME
-
-LARGE_NAME = "evaluation_large.json"  # the last checkpoint's large-set metrics, when present
 
 
 @dataclass

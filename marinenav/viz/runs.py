@@ -26,14 +26,15 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from marinenav.run_files import CHECKPOINT_NAME, EVALUATIONS_NAME, LARGE_NAME
 from marinenav.stats import format_rate
 from marinenav.training.seeds import SUMMARY_NAME, seed_directories
-from marinenav.viz.curves import EVALUATIONS_NAME, run_config
-from marinenav.viz.quality import LARGE_NAME, read_run
+from marinenav.viz.curves import run_config
+from marinenav.viz.quality import read_run
 
 # what marks a directory as one run: the trainer's evaluations or checkpoint, Hydra's record, or
 # a collected result's large-set evaluation of its last checkpoint (all that viz compare reads)
-RUN_MARKERS = (EVALUATIONS_NAME, "checkpoint.pt", ".hydra", LARGE_NAME)
+RUN_MARKERS = (EVALUATIONS_NAME, CHECKPOINT_NAME, ".hydra", LARGE_NAME)
 
 
 def is_run_dir(path: Path) -> bool:
@@ -79,7 +80,7 @@ def expand_run_dirs(paths: Sequence[str | Path]) -> list[Path]:
         inside = [run for p in inside for run in (seed_job_runs(p) or [p])]
         if not inside:
             raise ValueError(
-                f"{path} is neither a run directory (no {EVALUATIONS_NAME}, checkpoint.pt, "
+                f"{path} is neither a run directory (no {EVALUATIONS_NAME}, {CHECKPOINT_NAME}, "
                 f".hydra or {LARGE_NAME}) nor a sweep directory (no run directories inside)"
             )
         runs.extend(inside)
