@@ -76,16 +76,13 @@ def help_page(self: Any, help_cfg: DictConfig, cfg: DictConfig, args_parser: Any
     there (Intel Xeon VM), for a page (conf/hydra/help/marinenav.yaml) that lists none."""
     template = string.Template(help_cfg.template)
 
-    def groups(hydra_own: bool) -> Callable[[], str]:
-        def own(group: str) -> bool:
-            return group == "hydra" or group.startswith("hydra/")
-
-        return lambda: self.format_config_groups(lambda group: own(group) == hydra_own)
+    def hydras(group: str) -> bool:
+        return group == "hydra" or group.startswith("hydra/")
 
     fields = {
         "FLAGS_HELP": lambda: self.format_args_help(args_parser),
-        "HYDRA_CONFIG_GROUPS": groups(True),
-        "APP_CONFIG_GROUPS": groups(False),
+        "HYDRA_CONFIG_GROUPS": lambda: self.format_config_groups(hydras),
+        "APP_CONFIG_GROUPS": lambda: self.format_config_groups(lambda group: not hydras(group)),
         "CONFIG": lambda: OmegaConf.to_yaml(cfg, resolve=resolve),
     }
     used = {match.group("named") or match.group("braced")
