@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs_utils import heading_anchors
-from tests.run_utils import train_py
+from tests.run_utils import compose_config, train_py
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -78,9 +78,7 @@ def test_documented_train_commands_compose_and_validate(command: str) -> None:
 def check_train_command(command: str) -> None:
     """Compose and validate the config of ``python train.py ARGS`` (see the test above)."""
     import torch
-    from hydra import compose, initialize_config_dir
 
-    from marinenav.training.config import register_configs
     from marinenav.training.validation import ConfigError, validate
 
     def first_value(arg: str) -> str:  # a sweep a,b,c composes as a; a list [a,b] stays
@@ -91,17 +89,15 @@ def check_train_command(command: str) -> None:
         first_value(arg) for arg in shlex.split(command)[2:]
         if arg != "-m" and not arg.startswith(("hydra", "\\"))
     ]  # fmt: skip
-    register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=overrides)
-        if "cudagraphs=true" in overrides and not torch.cuda.is_available():
-            with pytest.raises(ConfigError, match="cudagraphs=true needs a CUDA device"):
-                validate(cfg)
-        elif "device=cuda" in overrides and not torch.cuda.is_available():
-            with pytest.raises(ConfigError, match="CUDA is not available on this machine"):
-                validate(cfg)
-        else:
+    cfg = compose_config(*overrides)
+    if "cudagraphs=true" in overrides and not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="cudagraphs=true needs a CUDA device"):
             validate(cfg)
+    elif "device=cuda" in overrides and not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="CUDA is not available on this machine"):
+            validate(cfg)
+    else:
+        validate(cfg)
 
 
 def run_python(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -133,12 +129,10 @@ def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
     compose (AC-IQN's 560k and every other agent's among the ones listed), the internal
     ``schema/*`` groups are not, every main key exists in the composed config, and its three
     examples compose and validate."""
-    from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from marinenav.agents import AGENT_NAMES
     from marinenav.scenarios import LAYOUTS
-    from marinenav.training.config import register_configs
     from marinenav.training.loggers import LOGGER_BACKENDS
 
     result = train_py("--help", cwd=ROOT)
@@ -163,15 +157,11 @@ def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
     keys_lines = sections["Main keys"]
     backend_line = next(line for line in keys_lines if line.startswith("logger.backend="))
     assert backend_line.split(None, 1)[1].startswith(" | ".join(LOGGER_BACKENDS))
-    register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config")
+    cfg = compose_config()
     # the fast recipe's budgets as composed: AC-IQN's named, and every agent's among those listed
-    budgets = {}
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        for agent in AGENT_NAMES:
-            agent_cfg = compose(config_name="config", overrides=[f"agent={agent}"])
-            budgets[agent] = agent_cfg.training.total_timesteps
+    budgets = {
+        agent: compose_config(f"agent={agent}").training.total_timesteps for agent in AGENT_NAMES
+    }
     fast = recipe_lines["fast"]
     assert f"AC-IQN {budgets['ac_iqn'] // 1000}k timesteps" in fast
     listed_budgets = {int(k) * 1000 for k in re.findall(r"(\d+)k\b", fast)}
@@ -188,7 +178,6 @@ def test_train_help_lists_agents_recipes_main_keys_and_examples() -> None:
         check_train_command(example)
 
 
-
 def test_hydra_help_keeps_hydras_flags_and_groups() -> None:
     """``python train.py --hydra-help`` is Hydra's own page: its template's ``$FLAGS_HELP`` and
     ``$HYDRA_CONFIG_GROUPS`` are filled (train.py fills only the fields a help template uses,
@@ -202,6 +191,7 @@ def test_hydra_help_keeps_hydras_flags_and_groups() -> None:
     assert "optuna" in groups["hydra/sweeper"].split(", ")
     assert "marinenav" in groups["hydra/help"].split(", ")
     assert "$" not in page.replace('eval "$(', "")
+
 
 def program_of(command: str) -> tuple[str, ...] | None:
     """The program a documented command runs, as ``("-m", module[, viz subcommand])`` or

@@ -15,6 +15,7 @@ import torch
 from marinenav.envs import MarineNavEnv
 from marinenav.keys import DTYPES, GROUP, OBSERVATION_KEYS, dtype_named
 from tests import docs_utils
+from tests.run_utils import compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,7 +125,6 @@ def test_run_values_live_only_in_the_yaml_files() -> None:
     written once, in conf/; the composed default config has no MISSING key."""
     import dataclasses
 
-    from hydra import compose, initialize_config_dir
     from omegaconf import MISSING, OmegaConf
 
     from marinenav.training import config
@@ -133,10 +133,8 @@ def test_run_values_live_only_in_the_yaml_files() -> None:
                    config.ConstraintConf, config.EvaluationConf, config.LoggerConf,
                    config.CheckpointConf):  # fmt: skip
         assert all(f.default is MISSING for f in dataclasses.fields(schema)), schema
-    config.register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        for overrides in ([], ["recipe=paper"], ["scenario=harbour", "agent=sac"]):
-            assert not OmegaConf.missing_keys(compose("config", overrides=overrides))
+    for overrides in ([], ["recipe=paper"], ["scenario=harbour", "agent=sac"]):
+        assert not OmegaConf.missing_keys(compose_config(*overrides))
 
 
 @pytest.mark.parametrize("kind", ["agent", "scenario"])

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from marinenav.training.config import register_configs
 from marinenav.training.provenance import COMMAND_LINE, Setting, value_sources
-from tests.run_utils import ROOT, TINY, train_py
+from tests.run_utils import ROOT, TINY, compose_config, train_py
 
 CONF = ROOT / "conf"
 
@@ -53,17 +53,13 @@ def test_the_command_line_comes_last_and_a_group_choice_is_not_a_value() -> None
 
 
 def test_every_key_of_the_composed_config_has_a_source() -> None:
-    from hydra import compose, initialize_config_dir
-
-    register_configs()
     for overrides in (
         ["agent=ac_iqn"],
         ["agent=dqn", "recipe=paper", "scenario=mix"],  # the mix's rule_parts: an empty mapping
         ["agent=rainbow", "scenario=mix", "scenario.give_way_check_penalty=5",
          "+scenario.rule_parts.give_way_check_penalty=[imazu]"],
     ):  # fmt: skip
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            final = compose("config", overrides=overrides)
+        final = compose_config(*overrides)
         leaves = {
             key for key, _ in _flat(OmegaConf.to_container(final, resolve=False))
         }  # fmt: skip
