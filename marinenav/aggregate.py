@@ -41,7 +41,7 @@ import numpy as np
 from rliable import library as rly
 from rliable import metrics
 
-from marinenav.run_files import EVALUATIONS_NAME, LARGE_NAME
+from marinenav.run_files import EVALUATIONS_NAME, LARGE_NAME, run_config
 
 ScoreSource = Literal["auto", "large", "validation"]
 REPS = 50_000  # bootstrap resamples for the aggregates (rliable's default)
@@ -123,8 +123,6 @@ def _evaluation_counts(record: Mapping) -> tuple[int, int]:
 
 def _run_name(run_dir: Path) -> str:
     """``seed N`` where the run's Hydra config says its seed, else the directory's name."""
-    from marinenav.viz.curves import run_config
-
     config = run_config(run_dir)
     seed = config.get("seed") if isinstance(config, dict) else None
     return f"seed {seed}" if seed is not None else run_dir.name

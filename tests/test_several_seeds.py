@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from marinenav.run_files import SUMMARY_NAME
 from marinenav.training.checkpoint import checkpoint_path
-from marinenav.training.seeds import SUMMARY_NAME, seed_runs, write_summary
+from marinenav.training.seeds import seed_runs, write_summary
 from tests.run_utils import TINY, compose_config, train_py
 
 

@@ -25,21 +25,8 @@ from omegaconf import DictConfig, ListConfig, open_dict
 
 from marinenav.files import write_text
 from marinenav.keys import check_seed
-from marinenav.run_files import CHECKPOINT_NAME
+from marinenav.run_files import CHECKPOINT_NAME, SUMMARY_NAME, seed_directories, seed_directory
 from marinenav.training.validation import ConfigError
-
-SUMMARY_NAME = "seeds.json"
-
-
-def seed_directory(run_dir: Path, seed: int) -> Path:
-    """Where seed ``seed`` of a several-seed job trains."""
-    return Path(run_dir) / f"seed{seed}"
-
-
-def seed_directories(run_dir: str | Path) -> list[Path]:
-    """The ``seed<N>`` directories inside ``run_dir``, in seed order (seed2 before seed10)."""
-    found = [path for path in Path(run_dir).glob("seed*") if path.name[4:].isdigit()]
-    return sorted(found, key=lambda path: int(path.name[4:]))
 
 
 def check_seeds(seeds: Any) -> list[int]:

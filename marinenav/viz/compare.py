@@ -39,7 +39,7 @@ from marinenav.aggregate import (
     run_score,
 )
 from marinenav.files import save_figure
-from marinenav.viz.curves import run_config
+from marinenav.run_files import run_config
 from marinenav.viz.runs import expand_run_dirs, run_overrides
 
 TAUS = np.linspace(0.0, 1.0, 401)  # success levels of the performance profiles

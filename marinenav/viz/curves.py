@@ -22,14 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from omegaconf import OmegaConf
 
 from marinenav.files import save_figure
-from marinenav.run_files import CHECKPOINT_NAME, EVALUATIONS_NAME
+from marinenav.run_files import EVALUATIONS_NAME, run_config
 
 # the eval/ keys of a round; colregs_kept only where the set holds encounter episodes (NaN else)
 METRICS = ("return", "success_rate", "travel_time", "energy", "colregs_kept")
@@ -88,19 +86,6 @@ def read_evaluations(run_dir: str | Path) -> tuple[np.ndarray, dict[str, np.ndar
         return np.array([math.nan if v is None else float(v) for v in values])
 
     return timesteps, {metric: column(metric) for metric in METRICS + STAGE_METRICS}
-
-
-def run_config(run_dir: str | Path) -> dict[str, Any] | None:
-    """The run's config: Hydra's ``.hydra/config.yaml``, else the checkpoint's, else None."""
-    run_dir = Path(run_dir)
-    hydra_config = run_dir / ".hydra" / "config.yaml"
-    if hydra_config.is_file():
-        return OmegaConf.to_container(OmegaConf.load(hydra_config))
-    checkpoint = run_dir / CHECKPOINT_NAME
-    if checkpoint.is_file():
-        state = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
-        return state["config"]
-    return None
 
 
 def run_label(run_dir: str | Path, group_by: str = "agent") -> str:

@@ -26,10 +26,15 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from marinenav.run_files import CHECKPOINT_NAME, EVALUATIONS_NAME, LARGE_NAME
+from marinenav.run_files import (
+    CHECKPOINT_NAME,
+    EVALUATIONS_NAME,
+    LARGE_NAME,
+    SUMMARY_NAME,
+    run_config,
+    seed_directories,
+)
 from marinenav.stats import format_rate
-from marinenav.training.seeds import SUMMARY_NAME, seed_directories
-from marinenav.viz.curves import run_config
 from marinenav.viz.quality import read_run
 
 # what marks a directory as one run: the trainer's evaluations or checkpoint, Hydra's record, or
