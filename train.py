@@ -222,7 +222,7 @@ def main(cfg: DictConfig) -> float:
     """Train, evaluate and checkpoint in Hydra's run directory; returns the final success rate
     (the value a sweeper optimises), or with ``seeds`` set the mean over those seeds' runs
     (:mod:`marinenav.training.seeds`). Ends with the exit statuses above."""
-    from marinenav.run_files import CHECKPOINT_NAME
+    from marinenav.run_files import CHECKPOINT_NAME, SUMMARY_NAME
     from marinenav.training.rundir import remove_new_directories
     from marinenav.training.seeds import seed_runs, write_summary
     from marinenav.training.trainer import say
@@ -253,7 +253,7 @@ def main(cfg: DictConfig) -> float:
     rates = ", ".join(f"seed {seed} {final['eval/success_rate']:.3f}"
                       for seed, final in finals.items())  # fmt: skip
     say(f"marinenav: {len(finals)} seeds finished: {rates}; mean {mean:.3f} "
-        f"(the job's value; {run_dir / 'seeds.json'})")
+        f"(the job's value; {run_dir / SUMMARY_NAME})")
     return mean
 
 

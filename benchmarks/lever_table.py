@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.recipe_table import large_evaluations, successes  # noqa: E402
+from marinenav.run_files import LARGE_NAME  # noqa: E402
 from marinenav.stats import bootstrap_mean_interval, difference_interval  # noqa: E402
 
 SEED = re.compile(r"seed(\d+)$")
@@ -56,7 +57,7 @@ def last_and_span(run: Path) -> tuple[tuple[int, int], float | None]:
     success rates of the last ``KEPT`` kept checkpoints (``None`` for a run with fewer
     large-set evaluations, e.g. one derived from another run's last checkpoint)."""
     if not any(path.stem.isdigit() for path in (run / "large").glob("*.json")):
-        single = run / "evaluation_large.json"
+        single = run / LARGE_NAME
         if single.is_file():  # one collected evaluation, no checkpoints to span
             return successes(json.loads(single.read_text())), None
     counts = [successes(metrics) for metrics in large_evaluations(run).values()][-KEPT:]

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from marinenav.run_files import EVALUATIONS_NAME  # noqa: E402
 from marinenav.stats import bootstrap_mean_interval, format_rate  # noqa: E402
 
 STAGES = 6
@@ -49,7 +50,7 @@ def large_evaluations(run: Path) -> dict[int, dict]:
 
 def row(run: Path) -> tuple[str, float]:
     """One Markdown row for ``run`` and its last checkpoint's large-set success rate."""
-    lines = (run / "evaluations.jsonl").read_text().splitlines()
+    lines = (run / EVALUATIONS_NAME).read_text().splitlines()
     validations = [json.loads(line) for line in lines]
     large = large_evaluations(run)
     last_t, last = max(large.items())

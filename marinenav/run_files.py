@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
 from omegaconf import OmegaConf
 
 CHECKPOINT_NAME = "checkpoint.pt"  # the run's latest state (training/checkpoint.py)
@@ -31,6 +30,8 @@ def run_config(run_dir: str | Path) -> dict[str, Any] | None:
         return OmegaConf.to_container(OmegaConf.load(hydra_config))
     checkpoint = run_dir / CHECKPOINT_NAME
     if checkpoint.is_file():
+        import torch  # only here: the names above and Hydra's record need no torch
+
         state = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
         return state["config"]
     return None
