@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from marinenav.scenarios import make_layout
 from marinenav.sim import InfoState, MarineNavSimulator
 from marinenav.sim.curriculum import CurriculumSchedule
 from marinenav.sim.rules import (
@@ -19,8 +20,9 @@ from marinenav.sim.rules import (
     terminal_reward,
     terminate,
 )
-from marinenav.sim.scenario import default_scenario
-from marinenav.sim.scenario_json import load_scenario_file
+from marinenav.sim.scenario import Slots, default_scenario
+from marinenav.sim.scenario_json import load_scenario_file, scenarios_from_dicts, slots_needed
+from marinenav.training.evaluation import named_scenarios
 from tests.reference_data import REFERENCE_DIR
 
 DATA = Path(__file__).parent / "data"
@@ -385,6 +387,23 @@ def _broken(edit) -> dict:
          r"scenario 0: robots.goal\[0\] = \[[0-9.]+, -3\] lies outside the map"),
         (lambda s: s["env"].__setitem__("num_robots", "1"),
          "scenario 0: env.num_robots must be an integer, got '1'$"),
+        # an entry of the wrong shape is refused naming its key: these raised torch's or
+        # Python's own errors (naming no key, or no scenario), and robots.r = [[0.8]] loaded
+        (lambda s: s["robots"].__setitem__("r", [[0.8]]),
+         r"scenario 0: robots.r must hold one number per robot, got \[0.8\]$"),
+        (lambda s: s["env"].__setitem__("width", [55.0]),
+         r"scenario 0: env.width must be one number, got \[55.0\]$"),
+        (lambda s: s["env"]["obstacles"]["positions"].__setitem__(0, [1.0, 2.0, 3.0]),
+         r"scenario 0: env.obstacles.positions must hold an \[x, y\] pair per obstacle$"),
+        (lambda s: s["robots"].__setitem__("left_thrust_change", [[1.0, 2.0, 3.0]]),
+         "scenario 0: robots.left_thrust_change must hold 5 change rates per robot$"),
+        (lambda s: s["robots"]["start"].__setitem__(0, 1.0),
+         r"scenario 0: robots.start must hold an \[x, y\] pair per robot$"),
+        # a perceived-object count the observation has no room for, or below zero
+        (lambda s: s["robots"]["perception"].__setitem__("max_obj_num", [1e30]),
+         r"scenario 0: robots.perception.max_obj_num must be in \[0, 5\], got \[1000000"),
+        (lambda s: s["robots"]["perception"].__setitem__("max_obj_num", [-1]),
+         r"scenario 0: robots.perception.max_obj_num must be in \[0, 5\], got \[-1\]$"),
     ],
 )  # fmt: skip
 def test_bad_scenario_dicts_raise(edit, message) -> None:
@@ -409,6 +428,42 @@ def test_more_items_than_slots_raise() -> None:
     two = _broken(lambda s: s["env"].__setitem__("num_robots", 6))
     with pytest.raises(ValueError, match="6 robots but the simulator has 5 robot slots"):
         sim.load_scenarios([two])
+
+
+def test_a_batch_of_dicts_loads_as_each_dict_alone() -> None:
+    """The loader gathers each key over all dicts and writes it once: every environment of the
+    batch equals the same dict loaded alone into the same slots, across robot, obstacle, core
+    and waypoint counts that differ from dict to dict (traffic holding its course and following
+    routes, vortex cores, the paper's episodes)."""
+    dicts = [*named_scenarios("paper")[::12], ONE_ROBOT]
+    dicts += make_layout("imazu").evaluation_scenarios(1, 0, make_layout("imazu").slots)[::5]
+    harbour = make_layout("harbour", {"traffic": 2})
+    dicts += harbour.evaluation_scenarios(2, 0, harbour.slots)
+    currents = make_layout("random", {"num_cores": [8] * 6, "num_obstacles": [3] * 6})
+    dicts += currents.evaluation_scenarios(1, 0, Slots(5, 8, 8))[::2]
+    roles = {role for d in dicts for role in d["robots"].get("role", ["policy"])}
+    assert roles == {"policy", "hold", "route"}  # the set holds every kind of vessel
+    assert len({len(d["env"]["cores"]["positions"]) for d in dicts}) > 1
+    slots = slots_needed(dicts)
+    batch = scenarios_from_dicts(dicts, slots, dtype=torch.float64)
+    for e, scenario in enumerate(dicts):
+        alone = scenarios_from_dicts([scenario], slots, dtype=torch.float64)
+        for name, tensor in alone.tensors().items():
+            assert torch.equal(batch.tensors()[name][e], tensor[0]), (e, name)
+
+
+def test_the_first_dict_at_fault_is_named_whatever_its_fault() -> None:
+    """A dict with a malformed key and an earlier one whose placement is impossible: the earlier
+    is named (keys are read dict by dict, placements checked for all dicts at once)."""
+    at_goal = _broken(
+        lambda s: s["robots"].__setitem__("goal", copy.deepcopy(s["robots"]["start"]))
+    )
+    malformed = _broken(lambda s: s["robots"].__setitem__("r", ["0.8"]))
+    slots = Slots(1, 1, 0)
+    with pytest.raises(ValueError, match="^scenario 1: robots.goal.0. is 0 m from"):
+        scenarios_from_dicts([ONE_ROBOT, at_goal, malformed], slots)
+    with pytest.raises(ValueError, match="^scenario 1: scenario key robots.r must hold numbers"):
+        scenarios_from_dicts([ONE_ROBOT, malformed, at_goal], slots)
 
 
 @pytest.mark.parametrize(("angle", "seen"), [(0.4, True), (0.3, False), (6.283185307179586, True)])

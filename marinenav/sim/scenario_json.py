@@ -20,7 +20,14 @@ singular mass matrix, and placements no episode can start from (:func:`_check_pl
 obstacle of zero or negative radius, a start (or a goal the policy steers for) outside the map
 ``[0, width] x [0, height]``, a robot that starts within ``goal_dis`` of its goal, or in
 collision (the collision test, ``distance - r_a - r_b <= 0``) with an obstacle or another robot.
-A value that is not a number (a string such as ``"55"``, ``null``) is refused naming its key.
+A value that is not a number (a string such as ``"55"``, ``null``), an entry of the wrong shape
+(a list where one number belongs, a position that is not an ``[x, y]`` pair, a change-rate table
+not of 5) and a perceived-object count outside ``[0, MAX_OBJECTS]`` are refused naming the key.
+
+Loading is not a hot path, but a file of thousands of episodes waits for it: each dict is checked
+in Python and its values gathered per field, then each field is made one tensor for the whole
+batch and the placements of all dicts are checked at once (docs/benchmarks.md, "Loading scenario
+dicts"). An error still names the first dict at fault and, in it, the first key read.
 """
 
 from __future__ import annotations
@@ -81,48 +88,62 @@ def _list_of_length(value: Any, length: int, name: str) -> list:
     return list(value)
 
 
-def _numbers(values: Any, name: str, finite: bool = False) -> Any:
-    """``values`` (a number, or lists of them) if every entry is an int or a float (and, with
-    ``finite``, neither NaN nor infinite nor an int past float64's range); else ``ValueError``
-    naming the key and the entry (a string such as ``"55"``, ``null``, ``true``), where
-    ``float()`` or torch would have read ``"55"`` silently or failed naming nothing. Checked in
-    Python: a tensor per list made loading thousands of scenarios take seconds."""
-    pending = [values]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, (list, tuple)):
-            pending.extend(value)
-        elif isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"scenario key {name} must hold numbers, got {value!r}")
-        elif finite and not (
-            math.isfinite(value) if isinstance(value, float) else abs(value) <= _FLOAT64_MAX
-        ):
-            raise ValueError(f"scenario key {name} holds a non-finite number")
-    return values
-
-
 _FLOAT64_MAX = sys.float_info.max
 
 
-def _finite(values: Any, name: str) -> Any:
-    return _numbers(values, name, finite=True)
+def _number(value: Any, name: str, finite: bool = True) -> int | float:
+    """``value`` if it is an int or a float (and, with ``finite``, neither NaN nor infinite nor an
+    int past float64's range); else ``ValueError`` naming the key and the entry (a string such
+    as ``"55"``, ``null``, ``true``), where ``float()`` or torch would have read ``"55"``
+    silently or failed naming nothing."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"scenario key {name} must hold numbers, got {value!r}")
+    if finite and not (
+        math.isfinite(value) if isinstance(value, float) else abs(value) <= _FLOAT64_MAX
+    ):
+        raise ValueError(f"scenario key {name} holds a non-finite number")
+    return value
 
 
-def _object_positions(
-    env: Mapping[str, Any], group: str, present: torch.Tensor, noun: str
-) -> tuple[Mapping[str, Any], list, int]:
-    """``env[group]`` (``"cores"`` or ``"obstacles"``), its finite ``positions`` and their
-    count, refused when the count exceeds the slots of ``present`` ``[n, slots]``."""
+def _rows(values: Any, count: int, name: str, width: int, refusal: str) -> list:
+    """``values``: a list of ``count`` entries, each one finite number (``width`` 0) or a list of
+    ``width`` of them; else ``ValueError``: ``"<name> <refusal>"`` for an entry of another shape
+    (``refusal``, e.g. ``"must hold an [x, y] pair per robot"``), or naming the entry that is not
+    a number."""
+    entries = _list_of_length(values, count, name)
+    if width == 0:
+        for entry in entries:
+            if isinstance(entry, (list, tuple)):
+                raise ValueError(f"{name} {refusal}, got {entry!r}")
+            _number(entry, name)
+        return entries
+    for entry in entries:
+        if isinstance(entry, (list, tuple)):
+            for number in entry:
+                _number(number, name)
+        else:
+            _number(entry, name)  # a string or null is named as such
+        if not isinstance(entry, (list, tuple)) or len(entry) != width:
+            raise ValueError(f"{name} {refusal}")
+    return entries
+
+
+def _positions(env: Mapping[str, Any], group: str, slots: int, noun: str) -> tuple[Any, list]:
+    """``env[group]`` (``"cores"`` or ``"obstacles"``) and its ``positions``, refused when
+    there are more than ``slots`` or a position is not an ``[x, y]`` pair of finite numbers."""
     node = _require(env, group, "env")
     positions = _require(node, "positions", f"env.{group}")
-    count = len(positions)
-    if count > present.shape[1]:
-        slot = "core" if group == "cores" else "obstacle"
+    if not isinstance(positions, Sequence) or isinstance(positions, str):
         raise ValueError(
-            f"{count} {noun} but the simulator has {present.shape[1]} {slot} slots"
+            f"scenario key env.{group}.positions must be a list, got {type(positions).__name__}"
         )
+    count = len(positions)
+    if count > slots:
+        slot = "core" if group == "cores" else "obstacle"
+        raise ValueError(f"{count} {noun} but the simulator has {slots} {slot} slots")
     where = f"env.{group}.positions"
-    return node, _finite(_list_of_length(positions, count, where), where), count
+    noun = "core" if group == "cores" else "obstacle"
+    return node, _rows(positions, count, where, 2, f"must hold an [x, y] pair per {noun}")
 
 
 def slots_needed(dicts: Sequence[Mapping[str, Any]]) -> Slots:
@@ -144,6 +165,11 @@ def scenarios_from_dicts(
 ) -> Scenario:
     """Parse scenario dicts (one environment each) into a padded :class:`Scenario`.
 
+    Every dict is checked in Python and its values gathered per field (:class:`_Gathered`);
+    then one tensor is made per field for the whole batch, and the placements of every
+    environment are checked at once (:func:`_first_misplaced`). An error names the first dict at
+    fault and its first bad key, in the order the keys are read.
+
     Args:
         dicts: the original's episode dicts (``{"env": ..., "robots": ...}``).
         slots: padded slot counts (robots, obstacles, cores) of the simulator.
@@ -156,13 +182,24 @@ def scenarios_from_dicts(
     """
     if len(dicts) == 0:
         raise ValueError("no scenarios given")
-    robot_slots, obstacle_slots, core_slots = slots
-    out = default_scenario(len(dicts), robot_slots, obstacle_slots, core_slots, torch.float64)
+    gathered = _Gathered(Slots(*slots), num_substeps)
+    malformed: tuple[int, ValueError] | None = None
     for i, scenario in enumerate(dicts):
         try:
-            _fill_one(out, i, scenario, num_substeps)
+            gathered.add(scenario)
         except ValueError as error:
-            raise ValueError(f"{where} {i}: {error}") from None
+            malformed = (i, error)  # the dicts before it are still checked for placement
+            break
+    out = default_scenario(len(dicts), *slots, dtype=torch.float64)
+    gathered.fill(out)
+    if (env := _first_misplaced(out, gathered.num_envs)) is not None:
+        try:
+            _check_placement(out, env, gathered.robots[env], gathered.obstacles[env])
+        except ValueError as error:
+            raise ValueError(f"{where} {env}: {error}") from None
+        raise AssertionError(f"{where} {env}: placement refused in the batch, not alone")
+    if malformed is not None:
+        raise ValueError(f"{where} {malformed[0]}: {malformed[1]}") from None
     det = mass_matrix_determinant(out.hydro)
     singular = out.robot_present & (det == 0)
     if singular.any():
@@ -171,119 +208,193 @@ def scenarios_from_dicts(
     return out.to(device=device, dtype=dtype)
 
 
-def _fill_one(out: Scenario, i: int, scenario: Mapping[str, Any], num_substeps: int) -> None:
-    env = _require(scenario, "env", "")
-    robots = _require(scenario, "robots", "")
-    for name, key in ENV_SCALAR_FIELDS.items():
-        getattr(out, name)[i] = float(_finite(_require(env, key, "env"), f"env.{key}"))
-    for key in ("v_range", "obs_r_range"):
-        pair = _list_of_length(_require(env, key, "env"), 2, f"env.{key}")
-        getattr(out, key)[i] = torch.tensor(_numbers(pair, f"env.{key}"))
-    seed = env.get("seed", 0) or 0
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"env.seed must be an integer in [0, 2**62], got {seed!r}")
-    out.seed[i] = seed
-    out.is_eval_env[i] = bool(env.get("is_eval_env", False))
-    part = env.get("layout_part", 0)
-    if isinstance(part, bool) or not isinstance(part, int) or part < 0:
-        raise ValueError(f"env.layout_part must be a non-negative integer, got {part!r}")
-    out.layout_part[i] = part
+# per robot: (Scenario field, its JSON key or keys, numbers per key and robot (0: one), what an
+# entry of another shape is told)
+_ONE = "must hold one number per robot"
+_ROBOT_VECTORS = (
+    ("hydro", HYDRO_KEYS, 0, _ONE),
+    ("thrust_change", ("left_thrust_change", "right_thrust_change"), 5,
+     "must hold 5 change rates per robot"),
+    ("start", ("start",), 2, "must hold an [x, y] pair per robot"),
+    ("goal", ("goal",), 2, "must hold an [x, y] pair per robot"),
+    ("init_theta", ("init_theta",), 0, _ONE),
+    ("init_velocity_r", ("init_velocity_r",), 3, "must hold 3 numbers per robot"),
+    ("init_thruster_angle", ("init_left_pos", "init_right_pos"), 0, _ONE),
+    ("init_thrust", ("init_left_thrust", "init_right_thrust"), 0, _ONE),
+)  # fmt: skip
 
-    cores, core_pos, n_cores = _object_positions(env, "cores", out.core_present, "vortex cores")
-    clockwise = _list_of_length(
-        _require(cores, "clockwise", "env.cores"), n_cores, "env.cores.clockwise"
-    )
-    gamma = _list_of_length(_require(cores, "Gamma", "env.cores"), n_cores, "env.cores.Gamma")
-    if n_cores:
-        out.core_pos[i, :n_cores] = torch.tensor(core_pos, dtype=torch.float64).view(n_cores, 2)
-        out.core_clockwise[i, :n_cores] = torch.tensor([bool(c) for c in clockwise])
-        out.core_gamma[i, :n_cores] = torch.tensor(
-            _finite(gamma, "env.cores.Gamma"), dtype=torch.float64
+
+class _Gathered:
+    """The values of scenario dicts, checked and gathered per :class:`Scenario` field as Python
+    lists, so that each field becomes one tensor for the whole batch (:meth:`fill`) instead of
+    one small tensor per key and dict. Robots are gathered in order (environment, slot):
+    ``robots[e]`` of them for environment ``e``; obstacles, cores and route waypoints alike."""
+
+    def __init__(self, slots: Slots, num_substeps: int) -> None:
+        self.slots = slots
+        self.num_substeps = num_substeps
+        self.robots: list[int] = []  # [environments] robots per environment
+        self.obstacles: list[int] = []
+        self.cores: list[int] = []
+        self.env: dict[str, list] = {}  # Scenario field -> one value per environment
+        self.robot: dict[str, list] = {}  # Scenario field -> one value per robot
+        self.obstacle: dict[str, list] = {"obstacle_pos": [], "obstacle_radius": []}
+        self.core: dict[str, list] = {"core_pos": [], "core_clockwise": [], "core_gamma": []}
+        self.waypoints: list[tuple[int, int, int]] = []  # (environment, robot, waypoint)
+        self.points: list = []  # [x, y] of each of self.waypoints
+
+    @property
+    def num_envs(self) -> int:
+        """How many dicts were gathered whole."""
+        return len(self.robots)
+
+    def add(self, scenario: Mapping[str, Any]) -> None:
+        """Check one dict and gather its values; nothing of it is kept if it is refused."""
+        env = _require(scenario, "env", "")
+        robots = _require(scenario, "robots", "")
+        values: dict[str, Any] = {}
+        for name, key in ENV_SCALAR_FIELDS.items():
+            value = _require(env, key, "env")
+            if isinstance(value, (list, tuple)):
+                raise ValueError(f"env.{key} must be one number, got {value!r}")
+            values[name] = _number(value, f"env.{key}")
+        for key in ("v_range", "obs_r_range"):
+            pair = _list_of_length(_require(env, key, "env"), 2, f"env.{key}")
+            values[key] = [_number(x, f"env.{key}", finite=False) for x in pair]
+        seed = env.get("seed", 0) or 0
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            raise ValueError(f"env.seed must be an integer in [0, 2**62], got {seed!r}")
+        values["seed"] = seed
+        values["is_eval_env"] = bool(env.get("is_eval_env", False))
+        part = env.get("layout_part", 0)
+        if isinstance(part, bool) or not isinstance(part, int) or part < 0:
+            raise ValueError(f"env.layout_part must be a non-negative integer, got {part!r}")
+        values["layout_part"] = part
+
+        cores, core_pos = _positions(env, "cores", self.slots.cores, "vortex cores")
+        n_cores = len(core_pos)
+        clockwise = _list_of_length(
+            _require(cores, "clockwise", "env.cores"), n_cores, "env.cores.clockwise"
         )
-        out.core_present[i, :n_cores] = True
+        gamma = _rows(_require(cores, "Gamma", "env.cores"), n_cores, "env.cores.Gamma", 0,
+                      "must hold one number per core")  # fmt: skip
+        obstacles, obstacle_pos = _positions(env, "obstacles", self.slots.obstacles, "obstacles")
+        n_obs = len(obstacle_pos)
+        radius = _rows(_require(obstacles, "r", "env.obstacles"), n_obs, "env.obstacles.r", 0,
+                       "must hold one number per obstacle")  # fmt: skip
 
-    obstacles, obs_pos, n_obs = _object_positions(
-        env, "obstacles", out.obstacle_present, "obstacles"
-    )
-    obs_r = _list_of_length(_require(obstacles, "r", "env.obstacles"), n_obs, "env.obstacles.r")
-    if n_obs:
-        out.obstacle_pos[i, :n_obs] = torch.tensor(obs_pos, dtype=torch.float64).view(n_obs, 2)
-        out.obstacle_radius[i, :n_obs] = torch.tensor(
-            _finite(obs_r, "env.obstacles.r"), dtype=torch.float64
-        )
-        out.obstacle_present[i, :n_obs] = True
+        n = _require(env, "num_robots", "env")
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ValueError(f"env.num_robots must be an integer, got {n!r}")
+        if n < 1:
+            raise ValueError(f"env.num_robots must be at least 1, got {n}")
+        if n > self.slots.robots:
+            raise ValueError(f"{n} robots but the simulator has {self.slots.robots} robot slots")
 
-    n = _require(env, "num_robots", "env")
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise ValueError(f"env.num_robots must be an integer, got {n!r}")
-    if n < 1:
-        raise ValueError(f"env.num_robots must be at least 1, got {n}")
-    if n > out.robot_present.shape[1]:
-        raise ValueError(
-            f"{n} robots but the simulator has {out.robot_present.shape[1]} robot slots"
-        )
+        def per_robot(
+            key: str,
+            width: int = 0,
+            refusal: str = _ONE,
+            node: Any = robots,
+            prefix: str = "robots",
+        ) -> list:
+            return _rows(_require(node, key, prefix), n, f"{prefix}.{key}", width, refusal)
 
-    def robot_list(key: str, where: Mapping[str, Any] = robots, prefix: str = "robots") -> list:
-        return _finite(
-            _list_of_length(_require(where, key, prefix), n, f"{prefix}.{key}"), f"{prefix}.{key}"
-        )
+        robot: dict[str, list] = {}
+        for name, key in ROBOT_SCALAR_FIELDS.items():
+            robot[name] = per_robot(key)
+        substeps = per_robot("N")
+        if any(int(s) != self.num_substeps for s in substeps):
+            raise ValueError(
+                f"robots.N must be {self.num_substeps} for every robot, got {substeps}"
+            )
+        if any(dt <= 0 for dt in robot["dt"]):
+            raise ValueError("robots.dt must be positive")
+        columns = {key: per_robot(key, width, refusal) for _, keys, width, refusal in _ROBOT_VECTORS
+                   for key in keys}  # fmt: skip
+        for name, keys, _, _ in _ROBOT_VECTORS:
+            robot[name] = (
+                columns[keys[0]] if len(keys) == 1 else [list(row) for row in zip(
+                    *(columns[key] for key in keys), strict=True)]
+            )  # fmt: skip
+        perception = _require(robots, "perception", "robots")
+        for name, key in PERCEPTION_FIELDS.items():
+            robot[name] = per_robot(key, node=perception, prefix="robots.perception")
+        robot["max_obj_num"] = [int(k) for k in robot["max_obj_num"]]
+        if any(not 0 <= k <= MAX_OBJECTS for k in robot["max_obj_num"]):
+            raise ValueError(
+                f"robots.perception.max_obj_num must be in [0, {MAX_OBJECTS}], got "
+                f"{robot['max_obj_num']}"
+            )
+        robot["robot_role"], routes = _traffic(robots, n)
+        robot["route_length"] = [len(route) for route in routes]
 
-    def robot_tensor(key: str, where: Mapping[str, Any] = robots, prefix: str = "robots"):
-        return torch.tensor(robot_list(key, where, prefix), dtype=torch.float64)
+        # the dict is whole: gather it
+        e = self.num_envs
+        for name, value in values.items():
+            self.env.setdefault(name, []).append(value)
+        for name, column in robot.items():
+            self.robot.setdefault(name, []).extend(column)
+        self.core["core_pos"] += core_pos
+        self.core["core_clockwise"] += [bool(c) for c in clockwise]
+        self.core["core_gamma"] += gamma
+        self.obstacle["obstacle_pos"] += obstacle_pos
+        self.obstacle["obstacle_radius"] += radius
+        for k, route in enumerate(routes):
+            self.waypoints += [(e, k, w) for w in range(len(route))]
+            self.points += route
+        self.robots.append(n)
+        self.obstacles.append(n_obs)
+        self.cores.append(n_cores)
 
-    for name, key in ROBOT_SCALAR_FIELDS.items():
-        getattr(out, name)[i, :n] = robot_tensor(key)
-    substeps = robot_list("N")
-    if any(int(s) != num_substeps for s in substeps):
-        raise ValueError(f"robots.N must be {num_substeps} for every robot, got {substeps}")
-    if (out.dt[i, :n] <= 0).any():
-        raise ValueError("robots.dt must be positive")
-    for k, key in enumerate(HYDRO_KEYS):
-        out.hydro[i, :n, k] = robot_tensor(key)
-    for side, key in enumerate(("left_thrust_change", "right_thrust_change")):
-        table = robot_tensor(key)
-        if table.shape != (n, 5):
-            raise ValueError(f"robots.{key} must hold 5 change rates per robot")
-        out.thrust_change[i, :n, side] = table
-    for key in ("start", "goal"):
-        value = robot_tensor(key)
-        if value.shape != (n, 2):
-            raise ValueError(f"robots.{key} must hold an [x, y] pair per robot")
-        getattr(out, key)[i, :n] = value
-    out.init_theta[i, :n] = robot_tensor("init_theta")
-    velocity = robot_tensor("init_velocity_r")
-    if velocity.shape != (n, 3):
-        raise ValueError("robots.init_velocity_r must hold 3 numbers per robot")
-    out.init_velocity_r[i, :n] = velocity
-    out.init_thruster_angle[i, :n] = torch.stack(
-        (robot_tensor("init_left_pos"), robot_tensor("init_right_pos")), dim=-1
-    )
-    out.init_thrust[i, :n] = torch.stack(
-        (robot_tensor("init_left_thrust"), robot_tensor("init_right_thrust")), dim=-1
-    )
-    perception = _require(robots, "perception", "robots")
-    for name, key in PERCEPTION_FIELDS.items():
-        getattr(out, name)[i, :n] = robot_tensor(key, perception, "robots.perception").to(
-            getattr(out, name).dtype
-        )
-    if (out.max_obj_num[i, :n] > MAX_OBJECTS).any():
-        raise ValueError(f"robots.perception.max_obj_num above {MAX_OBJECTS} is not supported")
-    _fill_traffic(out, i, n, robots)
-    _check_placement(out, i, n, n_obs)
-    out.robot_present[i, :n] = True
+    def fill(self, out: Scenario) -> None:
+        """Write the gathered environments, ``0 .. num_envs - 1``, into ``out`` (float64, CPU):
+        one tensor and one indexed write per field."""
+        m = self.num_envs
+        if m == 0:
+            return
+        for name, values in self.env.items():
+            field = getattr(out, name)
+            field[:m] = torch.tensor(values, dtype=field.dtype)
+        for counts, fields, present in (
+            (self.robots, self.robot, out.robot_present),
+            (self.obstacles, self.obstacle, out.obstacle_present),
+            (self.cores, self.core, out.core_present),
+        ):
+            env, slot = _slot_index(counts)
+            if len(env) == 0:
+                continue
+            present[env, slot] = True
+            for name, values in fields.items():
+                field = getattr(out, name)
+                field[env, slot] = torch.tensor(values, dtype=field.dtype)
+        if self.waypoints:
+            env, robot, waypoint = torch.tensor(self.waypoints).unbind(-1)
+            out.route[env, robot, waypoint] = torch.tensor(self.points, dtype=out.route.dtype)
 
 
-def _fill_traffic(out: Scenario, i: int, n: int, robots: Mapping[str, Any]) -> None:
-    """The optional ``robots.role`` and ``robots.route`` of environment ``i`` (``n`` robots)."""
+def _slot_index(counts: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Environment and slot of every gathered item ``[items]`` each, for ``counts[e]`` items
+    in the first slots of environment ``e``."""
+    sizes = torch.tensor(counts)
+    env = torch.repeat_interleave(torch.arange(len(counts)), sizes)
+    first = torch.cumsum(sizes, 0) - sizes  # [envs] index of each environment's first item
+    return env, torch.arange(len(env)) - first[env]
+
+
+def _traffic(robots: Mapping[str, Any], n: int) -> tuple[list[int], list[list]]:
+    """The optional ``robots.role`` and ``robots.route`` of one dict (``n`` robots): each
+    robot's ``VesselRole`` and its waypoints (empty for all but ``"route"`` vessels)."""
     names = robots.get("role")
     if names is None:
         if "route" in robots:
             raise ValueError("robots.route is given without robots.role")
-        return
+        return [int(VesselRole.POLICY)] * n, [[] for _ in range(n)]
     names = _list_of_length(names, n, "robots.role")
     routes = _list_of_length(robots.get("route", [[] for _ in range(n)]), n, "robots.route")
+    roles = []
     for k, (name, route) in enumerate(zip(names, routes, strict=True)):
-        if name not in ROLE_NAMES:
+        if not isinstance(name, str) or name not in ROLE_NAMES:
             raise ValueError(
                 f"robots.role[{k}] must be one of {', '.join(ROLE_NAMES)}, got {name!r}"
             )
@@ -299,15 +410,45 @@ def _fill_traffic(out: Scenario, i: int, n: int, robots: Mapping[str, Any]) -> N
             )
         if len(route) > MAX_WAYPOINTS:
             raise ValueError(f"{where} has {len(route)} waypoints; at most {MAX_WAYPOINTS}")
-        points = torch.tensor(_finite(route, where), dtype=torch.float64) if route else None
-        if points is not None and points.shape != (len(route), 2):
-            raise ValueError(f"{where} must be a list of [x, y] waypoints")
-        out.robot_role[i, k] = int(role)
-        if points is not None:
-            out.route[i, k, : len(route)] = points
-            out.route_length[i, k] = len(route)
-    if all(ROLE_NAMES[name] != VesselRole.POLICY for name in names):
+        _rows(route, len(route), where, 2, "must be a list of [x, y] waypoints")
+        roles.append(int(role))
+    if all(role != VesselRole.POLICY for role in roles):
         raise ValueError("robots.role names no 'policy' vessel: an episode needs one to steer")
+    return roles, [list(route) for route in routes]
+
+
+def _first_misplaced(out: Scenario, num_envs: int) -> int | None:
+    """The first of environments ``0 .. num_envs - 1`` of ``out`` (float64, CPU, filled) whose
+    placement :func:`_check_placement` refuses, found for all of them at once; ``None`` if none
+    is. The same tests: a non-positive obstacle radius, a steered robot starting within
+    ``goal_dis`` of its goal, a start (or a steered robot's goal) outside the map, a start in
+    collision with an obstacle or an earlier robot."""
+    m = num_envs
+    robot, obstacle = out.robot_present[:m], out.obstacle_present[:m]  # [m, R], [m, O]
+    radius = out.obstacle_radius[:m]  # [m, O] m
+    start, goal = out.start[:m], out.goal[:m]  # [m, R, 2] m
+    robot_r = out.radius[:m]  # [m, R] m
+    steered = robot & (out.robot_role[:m] == VesselRole.POLICY)
+    bad = (obstacle & ~(radius > 0)).any(-1)  # [m]
+    to_goal = torch.linalg.vector_norm(goal - start, dim=-1)
+    bad |= (steered & (to_goal <= out.goal_dis[:m])).any(-1)
+    size = torch.stack((out.width[:m], out.height[:m]), dim=-1)[:, None]  # [m, 1, 2] m
+    for points, kept in ((start, robot), (goal, steered)):
+        bad |= (kept & ((points < 0) | (points > size)).any(-1)).any(-1)
+    to_obstacle = torch.linalg.vector_norm(
+        start[:, :, None] - out.obstacle_pos[:m, None], dim=-1
+    )  # [m, R, O]
+    reach = robot_r[:, :, None] + radius[:, None]
+    touching = robot[:, :, None] & obstacle[:, None] & (to_obstacle <= reach)
+    bad |= touching.flatten(1).any(-1)
+    apart = torch.linalg.vector_norm(start[:, :, None] - start[:, None], dim=-1)  # [m, R, R]
+    reach = robot_r[:, :, None] + robot_r[:, None]
+    slots = robot.shape[1]
+    earlier = torch.ones(slots, slots, dtype=torch.bool).tril(-1)  # pairs (k, j), j < k
+    touching = robot[:, :, None] & robot[:, None] & earlier & (apart <= reach)
+    bad |= touching.flatten(1).any(-1)
+    hits = bad.nonzero()
+    return int(hits[0, 0]) if len(hits) else None  # host: load time
 
 
 def _first(mask: torch.Tensor) -> list[int] | None:
