@@ -138,12 +138,11 @@ def _positions(env: Mapping[str, Any], group: str, slots: int, noun: str) -> tup
             f"scenario key env.{group}.positions must be a list, got {type(positions).__name__}"
         )
     count = len(positions)
+    slot = "core" if group == "cores" else "obstacle"
     if count > slots:
-        slot = "core" if group == "cores" else "obstacle"
         raise ValueError(f"{count} {noun} but the simulator has {slots} {slot} slots")
     where = f"env.{group}.positions"
-    noun = "core" if group == "cores" else "obstacle"
-    return node, _rows(positions, count, where, 2, f"must hold an [x, y] pair per {noun}")
+    return node, _rows(positions, count, where, 2, f"must hold an [x, y] pair per {slot}")
 
 
 def slots_needed(dicts: Sequence[Mapping[str, Any]]) -> Slots:
