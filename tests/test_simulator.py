@@ -399,6 +399,8 @@ def _broken(edit) -> dict:
          "scenario 0: robots.left_thrust_change must hold 5 change rates per robot$"),
         (lambda s: s["robots"]["start"].__setitem__(0, 1.0),
          r"scenario 0: robots.start must hold an \[x, y\] pair per robot$"),
+        (lambda s: s["env"]["cores"].__setitem__("positions", 3.0),
+         "scenario 0: scenario key env.cores.positions must be a list, got float$"),
         # a perceived-object count the observation has no room for, or below zero
         (lambda s: s["robots"]["perception"].__setitem__("max_obj_num", [1e30]),
          r"scenario 0: robots.perception.max_obj_num must be in \[0, 5\], got \[1000000"),

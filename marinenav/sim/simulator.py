@@ -268,9 +268,13 @@ class MarineNavSimulator:
             counts = []
             for i, s in enumerate(scenarios):
                 try:
-                    counts.append(len(s["env"][part]["positions"]))
+                    positions = s["env"][part]["positions"]
                 except (KeyError, TypeError):
                     raise ValueError(f"scenario {i} is missing key env.{part}.positions") from None
+                if not isinstance(positions, Sequence) or isinstance(positions, str):
+                    key, kind = f"env.{part}.positions", type(positions).__name__
+                    raise ValueError(f"scenario {i}: scenario key {key} must be a list, got {kind}")
+                counts.append(len(positions))
             return max(counts)
 
         def robots(i: int, s: Mapping[str, Any]) -> int:
