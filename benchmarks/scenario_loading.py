@@ -1,8 +1,9 @@
 """CPU seconds to parse scenario dicts (the original's JSON layout) into a padded ``Scenario``.
 
-``scenarios_from_dicts`` checks every key of every dict (names, lengths, numbers, finiteness,
-placement) in Python, one dict at a time: loading is not a hot path, but a scenario file of
-thousands of episodes, or a fixed evaluation set, waits for it. The dict is the scenario of a
+``scenarios_from_dicts`` checks every key of every dict (names, lengths, shapes, numbers,
+finiteness) in Python, gathers each key over all dicts into one tensor, and checks the
+placements of all dicts at once: loading is not a hot path, but a scenario file of thousands of
+episodes, or a fixed evaluation set, waits for it. The dict is the scenario of a
 reference recording (default: the first, 5 robots), copied ``--copies`` times; the median of
 ``--repeats`` timed runs is printed with the machine.
 
