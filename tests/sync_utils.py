@@ -10,7 +10,14 @@ Two kinds are counted, each under its own key:
   ``repeat_interleave`` without ``output_size``, ``bincount``, ``equal``. On a CPU tensor they
   cost nothing extra, but on a CUDA tensor each waits for the device to learn how large its
   result is, which ``set_sync_debug_mode("error")`` refuses. Without this the CPU tests could
-  not see them, and a CUDA run would be the first to find one.
+  not see them, and a CUDA run would be the first to find one;
+- **host data made a tensor** (key ``aten.lift_fresh``), not a 0-dim one (a scalar, which a
+  CUDA kernel takes by value): ``torch.tensor(values, device=...)``,
+  ``torch.as_tensor`` of a list, indexing with a Python list. On a CUDA device each is a copy
+  from host memory, which waits for the device as a read-back does (a layout's generation
+  refused this way on an H200, 2026-12-01). A constant kept on the host and moved with
+  ``.to(device)`` is not seen on a CPU (there the move is no operator at all): such tables are
+  :class:`~marinenav.scenarios.base.DeviceConstant`.
 
 A read-back's own operators (``bool(t)`` runs ``aten.is_nonzero``) are counted once, as the
 read-back.
@@ -61,6 +68,8 @@ def syncs_on_cuda(func, args, kwargs) -> bool:
         return any(_is_mask(i) for i in (args[1] if len(args) > 1 else kwargs["indices"]))
     if func is aten.repeat_interleave.Tensor:
         return kwargs.get("output_size") is None
+    if func is aten.lift_fresh.default:  # host data; a 0-dim one is a scalar, never copied
+        return args[0].dim() > 0
     return False
 
 

@@ -41,19 +41,25 @@ def test_counting_catches_a_read_back() -> None:
 
 def test_counting_catches_what_waits_on_a_cuda_device() -> None:
     x, mask = torch.arange(6.0), torch.tensor([True, False] * 3)
+    counts_of_two, picks = torch.tensor([1, 2]), torch.tensor([0, 2])
     with count_read_backs() as counts:
         x[mask]
         x[mask] = 0.0
         mask.nonzero()
-        torch.repeat_interleave(torch.tensor([1, 2]))
+        torch.repeat_interleave(counts_of_two)
+        torch.tensor([1.0, -1.0])  # host data: a copy to a CUDA device
+        x[[0, 2]]  # so is a Python list as an index
     assert counts["index"] == 0 and counts["aten.index"] == 1
     assert counts["aten.nonzero"] == 1 and counts["aten.repeat_interleave"] == 1
-    assert sum(counts.values()) == 4, dict(counts)  # the assignment: index_put_ or masked_fill_
+    assert counts["aten.lift_fresh"] == 2
+    assert sum(counts.values()) == 6, dict(counts)  # the assignment: index_put_ or masked_fill_
     with count_read_backs() as counts:  # the same work in shapes known before it runs
         torch.where(mask, x, 0.0)
         x.masked_fill(mask, 0.0)
-        x[torch.tensor([0, 2])]
-        torch.repeat_interleave(torch.tensor([1, 2]), output_size=3)
+        x[picks]
+        torch.repeat_interleave(counts_of_two, output_size=3)
+        torch.where(torch.arange(2) < 1, 1.0, -1.0)  # made on the device
+        x * torch.tensor(2.0)  # a 0-dim host tensor is a scalar to a CUDA kernel: no copy
     assert sum(counts.values()) == 0, dict(counts)
 
 

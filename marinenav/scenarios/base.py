@@ -11,7 +11,10 @@ present, static obstacles, vortex cores, padded to the simulator's slots. It is 
 code: ``n`` scenarios per call, random numbers from the generator it is handed only (so a seed
 fixes the scenarios), no host read-back, no Python loop over environments (the performance rules
 of docs/architecture.md, "Performance rules and where they are kept"); the simulator calls it
-inside the training loop.
+inside the training loop. Nor does it copy host data to the device there: on CUDA such a copy
+(``torch.tensor(values, device=...)``, indexing with a Python list, ``table.to(device)``) waits
+for the device as a read-back does; a layout's constant table is a :class:`DeviceConstant`,
+copied once to each device.
 
 Registering: decorate the class with :func:`register_layout`; its ``Config`` dataclass is the
 typed schema of ``conf/scenario/<name>.yaml`` (every option with a default), and
@@ -111,6 +114,24 @@ class ScenarioLayout(ABC):
             step = torch.tensor(self.stage_start(stage), dtype=torch.int64)
             parts.extend(scenarios_to_dicts(self.generate(base, step, generator)))
         return parts
+
+
+class DeviceConstant:
+    """A constant tensor made on the host, copied to a device the first time it is asked for
+    there and kept (a host-to-device copy waits for a CUDA device: once, at the first reset,
+    never again in the training loop).
+
+    ``table.on(device)`` is the tensor on ``device`` (the host's own for the CPU)."""
+
+    def __init__(self, values: Tensor) -> None:
+        self.host = values
+        self._copies: dict[torch.device, Tensor] = {values.device: values}
+
+    def on(self, device: torch.device) -> Tensor:
+        copy = self._copies.get(device)
+        if copy is None:
+            copy = self._copies[device] = self.host.to(device)
+        return copy
 
 
 LAYOUTS: dict[str, type[ScenarioLayout]] = {}

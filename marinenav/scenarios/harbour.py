@@ -36,7 +36,7 @@ from itertools import zip_longest
 import torch
 from torch import Tensor
 
-from marinenav.scenarios.base import ScenarioLayout, register_layout
+from marinenav.scenarios.base import DeviceConstant, ScenarioLayout, register_layout
 from marinenav.sim.constants import ROBOT_DEFAULTS, VesselRole
 from marinenav.sim.rules import LayoutRules, StepEvents
 from marinenav.sim.scenario import Scenario, Slots
@@ -118,6 +118,7 @@ class HarbourLayout(ScenarioLayout):
         south = list(range(c.northbound, c.northbound + c.southbound))[::-1]
         alternate = [k for pair in zip_longest(north, south) for k in pair if k is not None]
         self.traffic_slots = sorted(alternate[: c.traffic])
+        self._traffic_index = DeviceConstant(torch.tensor(self.traffic_slots, dtype=torch.int64))
 
     @property
     def rules(self) -> LayoutRules:
@@ -178,7 +179,7 @@ class HarbourLayout(ScenarioLayout):
         for name in ("init_velocity_r", "init_thrust", "init_thruster_angle"):
             out[name].zero_()
         if self.traffic_slots:  # lane vessels that follow their lane, under way from the start
-            k = torch.tensor(self.traffic_slots, device=device)
+            k = self._traffic_index.on(device)  # [T]
             heading = bearing[:, k]  # [n, T] rad, straight at the goal
             speed = torch.full_like(heading, c.traffic_speed)
             out["robot_role"][:, k] = int(VesselRole.ROUTE)
@@ -194,9 +195,8 @@ class HarbourLayout(ScenarioLayout):
         stretch = (length - 2 * BOAT_SPAN_MARGIN) / max(c.boats_per_bank, 1)  # [n, 1] m
         j = torch.arange(c.boats_per_bank, dtype=dtype, device=device).repeat(2)  # [2B]
         boat_x = BOAT_SPAN_MARGIN + (j + 0.25 + 0.5 * ub) * stretch  # [n, 2B]
-        side = torch.tensor([1.0, -1.0], dtype=dtype, device=device).repeat_interleave(
-            c.boats_per_bank
-        )  # +y row first
+        row = torch.arange(2 * c.boats_per_bank, device=device)  # [2B] the +y bank's first
+        side = torch.where(row < c.boats_per_bank, 1.0, -1.0).to(dtype)  # [2B]
         boat_y = centre + side * (c.channel_width / 2)
         out["obstacle_pos"] = torch.nn.functional.pad(
             torch.stack((boat_x, boat_y.expand_as(boat_x)), -1), (0, 0, 0, O - boats)

@@ -35,7 +35,12 @@ from functools import partial
 import torch
 from torch import Tensor
 
-from marinenav.scenarios.base import ScenarioLayout, check_slots, register_layout
+from marinenav.scenarios.base import (
+    DeviceConstant,
+    ScenarioLayout,
+    check_slots,
+    register_layout,
+)
 from marinenav.scenarios.give_way import cross_ahead_penalty
 from marinenav.sim.constants import VesselRole
 from marinenav.sim.rules import LayoutRules, StepEvents
@@ -149,7 +154,7 @@ class ImazuLayout(ScenarioLayout):
             if not getattr(c, key) >= 0:
                 raise ValueError(f"scenario.{key} must be >= 0, got {getattr(c, key)}")
         self.config = c
-        # [22, 3] per case: target course (rad), speed factor, present; made once (CPU)
+        # [22, 3] per case: target course (rad), speed factor, present; made once, kept per device
         courses = torch.zeros(len(IMAZU_CASES), MAX_TARGETS, dtype=torch.float64)
         factor = torch.zeros_like(courses)
         present = torch.zeros_like(courses, dtype=torch.bool)
@@ -158,8 +163,8 @@ class ImazuLayout(ScenarioLayout):
                 courses[row, k] = math.radians(course)
                 factor[row, k] = c.overtaken_speed_ratio if slow else 1.0
                 present[row, k] = True
-        self._table = (courses, factor, present)
-        self._cases = torch.tensor([case - 1 for case in c.cases], dtype=torch.int64)
+        self._table = tuple(DeviceConstant(t) for t in (courses, factor, present))
+        self._cases = DeviceConstant(torch.tensor([case - 1 for case in c.cases]))  # 0-based
 
     @property
     def slots(self) -> Slots:
@@ -185,14 +190,14 @@ class ImazuLayout(ScenarioLayout):
 
     def generate(self, base: Scenario, step: Tensor, generator: torch.Generator) -> Scenario:
         n, device, dtype = base.num_envs, base.start.device, base.start.dtype
-        pick = torch.randint(len(self._cases), (n,), generator=generator, device=device)
+        pick = torch.randint(len(self._cases.host), (n,), generator=generator, device=device)
         jitter = torch.rand((n, MAX_TARGETS), generator=generator, dtype=dtype, device=device)
         turn = math.radians(self.config.course_jitter) * (2 * jitter - 1)
         scale = None  # at 0 no draw: the generator's stream is what it was before the option
         if self.config.speed_jitter > 0:
             draw = torch.rand((n, MAX_TARGETS), generator=generator, dtype=dtype, device=device)
             scale = 1 + self.config.speed_jitter * (2 * draw - 1)
-        return self._place(base, self._cases.to(device)[pick], turn, scale)
+        return self._place(base, self._cases.on(device)[pick], turn, scale)
 
     def evaluation_scenarios(
         self, episodes_per_stage: int, seed: int, slots: Slots | tuple[int, int, int]
@@ -218,7 +223,7 @@ class ImazuLayout(ScenarioLayout):
         by ``turn [n, 3]`` rad and its speed times ``scale [n, 3]`` (None: the table's)."""
         c, n = self.config, base.num_envs
         device, dtype = base.start.device, base.start.dtype
-        courses, factor, present = (t.to(device)[case_index] for t in self._table)  # [n, 3]
+        courses, factor, present = (t.on(device)[case_index] for t in self._table)  # [n, 3]
         courses = courses.to(dtype) + turn.to(device=device, dtype=dtype)
         factor = factor.to(dtype)
         reach = c.distance  # m, the farthest start from the centre

@@ -44,7 +44,12 @@ import torch
 from omegaconf import MISSING
 from torch import Tensor
 
-from marinenav.scenarios.base import ScenarioLayout, make_layout, register_layout
+from marinenav.scenarios.base import (
+    DeviceConstant,
+    ScenarioLayout,
+    make_layout,
+    register_layout,
+)
 from marinenav.scenarios.give_way import (
     AGAINST,
     GIVE_WAY_FROM,
@@ -187,8 +192,8 @@ class MixLayout(ScenarioLayout):
         self.config = c
         total = sum(weights)
         self.weights = [w / total for w in weights]
-        # cumulative probabilities of the parts, one table per device
-        self._cumulative = torch.tensor(self.weights, dtype=torch.float64).cumsum(0)
+        # [P] cumulative probabilities of the parts
+        self._cumulative = DeviceConstant(torch.tensor(self.weights, dtype=torch.float64).cumsum(0))
 
     def _rule_parts(self, c: MixConfig) -> dict[str, tuple[int, ...]]:
         """``c.rule_parts`` checked (a mix rule that is on, each a non-empty list of distinct
@@ -250,7 +255,7 @@ class MixLayout(ScenarioLayout):
     def generate(self, base: Scenario, step: Tensor, generator: torch.Generator) -> Scenario:
         n, device = base.num_envs, base.start.device
         draw = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
-        cumulative = self._cumulative.to(device)
+        cumulative = self._cumulative.on(device)
         pick = torch.searchsorted(cumulative, draw, right=True).clamp(max=len(self.layouts) - 1)
         out = None
         for k, layout in enumerate(self.layouts):
