@@ -23,6 +23,7 @@ from marinenav.scenarios import (
     make_layout,
     register_layout,
 )
+from marinenav.scenarios.base import DeviceConstant
 from marinenav.sim import InfoState, MarineNavSimulator, save_scenario_file
 from marinenav.sim.constants import VesselRole
 from marinenav.sim.curriculum import DEFAULT_TRAINING_SCHEDULE, CurriculumSchedule, CurriculumTable
@@ -450,3 +451,13 @@ def test_bad_scenario_configs_fail_before_a_run_starts(overrides: list, message:
 
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate(tiny_config("agent=dqn", *overrides))
+
+
+def test_a_device_constant_is_copied_once_per_device() -> None:
+    host = torch.tensor([0.25, 1.0], dtype=torch.float64)
+    table = DeviceConstant(host)
+    assert table.on(torch.device("cpu")) is host  # the host's own: no copy
+    elsewhere = table.on(torch.device("meta"))  # a second device (meta: shapes only)
+    assert elsewhere.device.type == "meta" and elsewhere.dtype == torch.float64
+    assert elsewhere.shape == host.shape
+    assert table.on(torch.device("meta")) is elsewhere  # kept, not copied again
