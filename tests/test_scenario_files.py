@@ -29,6 +29,10 @@ def test_scenario_file_errors_name_the_file(tmp_path: Path) -> None:
     no_obstacles.write_text(json.dumps(broken))
     with pytest.raises(ValueError, match="episode 1: missing key env.obstacles.positions"):
         load_scenario_file(no_obstacles)
+    not_a_dict = tmp_path / "not_a_dict.json"
+    not_a_dict.write_text(json.dumps([good[0], 3]))
+    with pytest.raises(ValueError, match=r"episode 1: not an episode dict, got int$"):
+        load_scenario_file(not_a_dict)
     single = tmp_path / "single.json"
     single.write_text(json.dumps(good[0]))
     assert load_scenario_file(single) == [good[0]]  # one episode dict is a set of one
@@ -114,3 +118,23 @@ def test_impossible_placements_are_refused_naming_file_episode_and_key(
     with pytest.raises(ValueError) as error:
         MarineNavSimulator.from_scenarios([episodes[1]])
     assert str(error.value) == f"scenario 0: {message}"
+
+
+def test_the_simulator_reads_slot_counts_as_the_file_loader_does() -> None:
+    """``MarineNavSimulator.from_scenarios`` counts its slots with the loader's checked count
+    (``slots_needed``): a dict without its counts is refused naming it, in the loader's words."""
+    good = named_scenarios("paper")[:2]
+    no_cores = json.loads(json.dumps(good))
+    del no_cores[1]["env"]["cores"]
+    cases = [
+        ([good[0], 3], "scenario 1: not an episode dict, got int$"),
+        (no_cores, "scenario 1: missing key env.cores.positions$"),
+        ([good[0], {"env": {}, "robots": {}}], "scenario 1: missing key env.num_robots$"),
+    ]
+    for scenarios, message in cases:
+        with pytest.raises(ValueError, match=message):
+            MarineNavSimulator.from_scenarios(scenarios)
+    sim = MarineNavSimulator.from_scenarios(good, core_slots=3)
+    want = (max(d["env"]["num_robots"] for d in good),
+            max(len(d["env"]["obstacles"]["positions"]) for d in good), 3)  # fmt: skip
+    assert (sim.robot_slots, sim.obstacle_slots, sim.core_slots) == want

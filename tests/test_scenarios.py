@@ -281,7 +281,7 @@ def test_files_layout_refuses_a_missing_list_or_a_bad_file(tmp_path: Path) -> No
         make_layout("files")
     (tmp_path / "bad.json").write_text("[1, 2]")
     layout = make_layout("files", {"paths": [str(tmp_path / "bad.json")]})
-    with pytest.raises(ValueError, match="bad.json: episode 0 is a int"):
+    with pytest.raises(ValueError, match="bad.json: episode 0: not an episode dict, got int$"):
         _ = layout.slots
     with pytest.raises(FileNotFoundError, match="no scenario file"):
         _ = make_layout("files", {"paths": [str(tmp_path / "none.json")]}).slots

@@ -356,7 +356,7 @@ def _broken(edit) -> dict:
         (lambda s: s["env"].pop("width"), "missing key env.width"),
         (lambda s: s["robots"].pop("goal"), "missing key robots.goal"),
         (lambda s: s["robots"]["perception"].pop("range"), "missing key robots.perception.range"),
-        (lambda s: s.pop("robots"), "missing key .robots"),
+        (lambda s: s.pop("robots"), r"scenario 0: missing key robots \(a dict\)$"),
         (
             lambda s: s["robots"].__setitem__("start", [[1.0, 2.0], [3.0, 4.0]]),
             "robots.start has 2",

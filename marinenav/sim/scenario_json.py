@@ -16,7 +16,7 @@ the policy's, so the paper's scenarios export exactly the original's keys; ``env
 
 Bad input raises ``ValueError`` naming the key: missing keys, lists of mismatched lengths, more
 robots / obstacles / cores than the slots, sub-step counts other than the simulator's, a
-singular mass matrix, and placements no episode can start from (:func:`_check_placement`): an
+singular mass matrix, and placements no episode can start from (:func:`_placement_faults`): an
 obstacle of zero or negative radius, a start (or a goal the policy steers for) outside the map
 ``[0, width] x [0, height]``, a robot that starts within ``goal_dis`` of its goal, or in
 collision (the collision test, ``distance - r_a - r_b <= 0``) with an obstacle or another robot.
@@ -132,11 +132,7 @@ def _positions(env: Mapping[str, Any], group: str, slots: int, noun: str) -> tup
     """``env[group]`` (``"cores"`` or ``"obstacles"``) and its ``positions``, refused when
     there are more than ``slots`` or a position is not an ``[x, y]`` pair of finite numbers."""
     node = _require(env, group, "env")
-    positions = _require(node, "positions", f"env.{group}")
-    if not isinstance(positions, Sequence) or isinstance(positions, str):
-        raise ValueError(
-            f"scenario key env.{group}.positions must be a list, got {type(positions).__name__}"
-        )
+    positions = _listed_positions(node, group)
     count = len(positions)
     slot = "core" if group == "cores" else "obstacle"
     if count > slots:
@@ -145,13 +141,54 @@ def _positions(env: Mapping[str, Any], group: str, slots: int, noun: str) -> tup
     return node, _rows(positions, count, where, 2, f"must hold an [x, y] pair per {slot}")
 
 
-def slots_needed(dicts: Sequence[Mapping[str, Any]]) -> Slots:
-    """The fewest slots that hold every scenario dict of ``dicts`` (at least one robot)."""
-    return Slots(
-        max(max(int(d["env"]["num_robots"]), 1) for d in dicts),
-        max(len(d["env"]["obstacles"]["positions"]) for d in dicts),
-        max(len(d["env"]["cores"]["positions"]) for d in dicts),
-    )
+def _listed_positions(node: Mapping[str, Any], group: str) -> Sequence:
+    """``node["positions"]`` of ``env[group]``, refused unless there and a list."""
+    positions = _require(node, "positions", f"env.{group}")
+    if not isinstance(positions, Sequence) or isinstance(positions, str):
+        raise ValueError(
+            f"scenario key env.{group}.positions must be a list, got {type(positions).__name__}"
+        )
+    return positions
+
+
+def slots_needed(dicts: Sequence[Mapping[str, Any]], where: str = "scenario") -> Slots:
+    """The fewest slots that hold every scenario dict of ``dicts`` (at least one robot).
+
+    The counts are checked as they are read, naming the first dict at fault (``"<where>
+    <index>: ..."``): one that is not a dict, has no ``env`` or ``robots`` dict, no integer
+    ``env.num_robots``, or no list ``env.obstacles.positions`` / ``env.cores.positions``. The
+    rest of each dict is :func:`scenarios_from_dicts`' to check."""
+    if len(dicts) == 0:
+        raise ValueError("no scenarios given")
+    counts = []
+    for i, scenario in enumerate(dicts):
+        try:
+            counts.append(_counts(scenario))
+        except ValueError as error:
+            raise ValueError(f"{where} {i}: {error}") from None
+    return Slots(*(max(column) for column in zip(*counts, strict=True)))
+
+
+def _counts(scenario: Any) -> tuple[int, int, int]:
+    """The robots (at least one), obstacles and cores of one scenario dict, checked."""
+    if not isinstance(scenario, Mapping):
+        raise ValueError(f"not an episode dict, got {type(scenario).__name__}")
+    for part in ("env", "robots"):
+        if not isinstance(scenario.get(part), Mapping):
+            raise ValueError(f"missing key {part} (a dict)")
+    env = scenario["env"]
+    if "num_robots" not in env:
+        raise ValueError("missing key env.num_robots")
+    n = env["num_robots"]
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"env.num_robots must be an integer, got {n!r}")
+    listed = []
+    for group in ("obstacles", "cores"):
+        node = env.get(group)
+        if not isinstance(node, Mapping) or "positions" not in node:
+            raise ValueError(f"missing key env.{group}.positions")
+        listed.append(len(_listed_positions(node, group)))
+    return max(n, 1), *listed
 
 
 def scenarios_from_dicts(
@@ -166,7 +203,7 @@ def scenarios_from_dicts(
 
     Every dict is checked in Python and its values gathered per field (:class:`_Gathered`);
     then one tensor is made per field for the whole batch, and the placements of every
-    environment are checked at once (:func:`_first_misplaced`). An error names the first dict at
+    environment are checked at once (:func:`_placement_faults`). An error names the first dict at
     fault and its first bad key, in the order the keys are read.
 
     Args:
@@ -191,12 +228,7 @@ def scenarios_from_dicts(
             break
     out = default_scenario(len(dicts), *slots, dtype=torch.float64)
     gathered.fill(out)
-    if (env := _first_misplaced(out, gathered.num_envs)) is not None:
-        try:
-            _check_placement(out, env, gathered.robots[env], gathered.obstacles[env])
-        except ValueError as error:
-            raise ValueError(f"{where} {env}: {error}") from None
-        raise AssertionError(f"{where} {env}: placement refused in the batch, not alone")
+    _refuse_misplaced(out, gathered.num_envs, where)
     if malformed is not None:
         raise ValueError(f"{where} {malformed[0]}: {malformed[1]}") from None
     det = mass_matrix_determinant(out.hydro)
@@ -416,38 +448,62 @@ def _traffic(robots: Mapping[str, Any], n: int) -> tuple[list[int], list[list]]:
     return roles, [list(route) for route in routes]
 
 
-def _first_misplaced(out: Scenario, num_envs: int) -> int | None:
-    """The first of environments ``0 .. num_envs - 1`` of ``out`` (float64, CPU, filled) whose
-    placement :func:`_check_placement` refuses, found for all of them at once; ``None`` if none
-    is. The same tests: a non-positive obstacle radius, a steered robot starting within
-    ``goal_dis`` of its goal, a start (or a steered robot's goal) outside the map, a start in
-    collision with an obstacle or an earlier robot."""
+def _placement_faults(out: Scenario, num_envs: int) -> dict[str, torch.Tensor]:
+    """Where environments ``0 .. num_envs - 1`` of ``out`` (float64, CPU, filled) hold a
+    placement no episode can start from, all at once: one boolean mask per fault, in the order
+    an error tells them (:func:`_placement_refusal`).
+
+    - ``radius [m, O]``: an obstacle of zero or negative radius;
+    - ``at_goal [m, R]``: a steered robot starting within ``goal_dis`` of its goal (reached
+      before the first step; traffic has no goal to reach);
+    - ``start_outside [m, R]``, ``goal_outside [m, R]``: a start, or a steered robot's goal,
+      outside the map ``[0, width] x [0, height]``;
+    - ``on_obstacle [m, R, O]``: a start in collision with an obstacle
+      (``distance - r_a - r_b <= 0``, the collision test);
+    - ``on_robot [m, R, R]``: a start in collision with an earlier robot (``[k, j]``, ``j < k``).
+    """
     m = num_envs
     robot, obstacle = out.robot_present[:m], out.obstacle_present[:m]  # [m, R], [m, O]
     radius = out.obstacle_radius[:m]  # [m, O] m
     start, goal = out.start[:m], out.goal[:m]  # [m, R, 2] m
     robot_r = out.radius[:m]  # [m, R] m
     steered = robot & (out.robot_role[:m] == VesselRole.POLICY)
-    bad = (obstacle & ~(radius > 0)).any(-1)  # [m]
-    to_goal = torch.linalg.vector_norm(goal - start, dim=-1)
-    bad |= (steered & (to_goal <= out.goal_dis[:m])).any(-1)
+    to_goal = torch.linalg.vector_norm(goal - start, dim=-1)  # [m, R] m
     size = torch.stack((out.width[:m], out.height[:m]), dim=-1)[:, None]  # [m, 1, 2] m
-    for points, kept in ((start, robot), (goal, steered)):
-        bad |= (kept & ((points < 0) | (points > size)).any(-1)).any(-1)
     to_obstacle = torch.linalg.vector_norm(
         start[:, :, None] - out.obstacle_pos[:m, None], dim=-1
-    )  # [m, R, O]
-    reach = robot_r[:, :, None] + radius[:, None]
-    touching = robot[:, :, None] & obstacle[:, None] & (to_obstacle <= reach)
-    bad |= touching.flatten(1).any(-1)
-    apart = torch.linalg.vector_norm(start[:, :, None] - start[:, None], dim=-1)  # [m, R, R]
-    reach = robot_r[:, :, None] + robot_r[:, None]
+    )  # [m, R, O] m
+    apart = torch.linalg.vector_norm(start[:, :, None] - start[:, None], dim=-1)  # [m, R, R] m
     slots = robot.shape[1]
     earlier = torch.ones(slots, slots, dtype=torch.bool).tril(-1)  # pairs (k, j), j < k
-    touching = robot[:, :, None] & robot[:, None] & earlier & (apart <= reach)
-    bad |= touching.flatten(1).any(-1)
-    hits = bad.nonzero()
-    return int(hits[0, 0]) if len(hits) else None  # host: load time
+    return {
+        "radius": obstacle & ~(radius > 0),
+        "at_goal": steered & (to_goal <= out.goal_dis[:m]),
+        "start_outside": robot & ((start < 0) | (start > size)).any(-1),
+        "goal_outside": steered & ((goal < 0) | (goal > size)).any(-1),
+        "on_obstacle": robot[:, :, None]
+        & obstacle[:, None]
+        & (to_obstacle <= robot_r[:, :, None] + radius[:, None]),
+        "on_robot": robot[:, :, None]
+        & robot[:, None]
+        & earlier
+        & (apart <= robot_r[:, :, None] + robot_r[:, None]),
+    }
+
+
+def _refuse_misplaced(out: Scenario, num_envs: int, where: str) -> None:
+    """Raise ``ValueError("<where> <env>: ...")`` for the first of environments
+    ``0 .. num_envs - 1`` of ``out`` that holds a placement no episode can start from
+    (:func:`_placement_faults`), telling its first fault."""
+    faults = _placement_faults(out, num_envs)
+    bad = torch.stack([mask.flatten(1).any(-1) for mask in faults.values()]).any(0)  # [m]
+    if (hit := _first(bad)) is None:
+        return
+    (env,) = hit
+    fault, where_in_env = next(
+        (name, at) for name, mask in faults.items() if (at := _first(mask[env])) is not None
+    )
+    raise ValueError(f"{where} {env}: {_placement_refusal(out, env, fault, where_in_env)}")
 
 
 def _first(mask: torch.Tensor) -> list[int] | None:
@@ -456,56 +512,42 @@ def _first(mask: torch.Tensor) -> list[int] | None:
     return hits[0].tolist() if len(hits) else None  # host: load time
 
 
-def _check_placement(out: Scenario, i: int, n: int, n_obs: int) -> None:
-    """Refuse a start no episode can begin from, in environment ``i`` of ``out`` (float64, CPU,
-    filled): a non-positive obstacle radius, a start within ``goal_dis`` of its goal (reached
-    before the first step), a start in collision with an obstacle or another robot
-    (``distance - r_a - r_b <= 0``, the collision test), a start or a steered robot's goal
-    outside the map."""
-    radius = out.obstacle_radius[i, :n_obs]  # [O'] m
-    start, goal = out.start[i, :n], out.goal[i, :n]  # [n, 2] m
-    robot_r, goal_dis = out.radius[i, :n], out.goal_dis[i, :n]  # [n] m
-    if (hit := _first(~(radius > 0))) is not None:
-        (j,) = hit
-        raise ValueError(f"env.obstacles.r[{j}] must be positive, got {float(radius[j])}")
-    to_goal = torch.linalg.vector_norm(goal - start, dim=-1)  # [n]
-    steered = out.robot_role[i, :n] == VesselRole.POLICY  # traffic has no goal to reach
-    if (hit := _first((to_goal <= goal_dis) & steered)) is not None:
-        (k,) = hit
-        raise ValueError(
-            f"robots.goal[{k}] is {float(to_goal[k]):.3g} m from robots.start[{k}], within "
-            f"robots.goal_dis[{k}] = {float(goal_dis[k]):g} m: the robot starts at its goal"
+def _placement_refusal(out: Scenario, i: int, fault: str, at: list[int]) -> str:
+    """The words for the placement fault ``fault`` (a key of :func:`_placement_faults`) at index
+    ``at`` of environment ``i`` of ``out``, with the numbers that break it."""
+    start, goal, robot_r = out.start[i], out.goal[i], out.radius[i]  # [R, 2], [R, 2], [R] m
+    if fault == "radius":
+        (j,) = at
+        return f"env.obstacles.r[{j}] must be positive, got {float(out.obstacle_radius[i, j])}"
+    if fault == "at_goal":
+        (k,) = at
+        to_goal = float(torch.linalg.vector_norm(goal[k] - start[k]))
+        return (
+            f"robots.goal[{k}] is {to_goal:.3g} m from robots.start[{k}], within "
+            f"robots.goal_dis[{k}] = {float(out.goal_dis[i, k]):g} m: the robot starts at its goal"
         )
-    size = torch.stack((out.width[i], out.height[i]))  # [2] m, the map: [0, width] x [0, height]
-    for key, points, kept in (("start", start, None), ("goal", goal, steered)):
-        outside = ((points < 0) | (points > size)).any(-1)  # [n]
-        if (hit := _first(outside if kept is None else outside & kept)) is not None:
-            (k,) = hit
-            x, y = points[k].tolist()  # host: load time
-            raise ValueError(
-                f"robots.{key}[{k}] = [{x:g}, {y:g}] lies outside the map, [0, {float(size[0]):g}]"
-                f" x [0, {float(size[1]):g}] m (env.width, env.height)"
-            )
-    obstacle_pos = out.obstacle_pos[i, :n_obs]
-    to_obstacle = torch.linalg.vector_norm(start[:, None] - obstacle_pos[None], dim=-1)  # [n, O']
-    reach = robot_r[:, None] + radius[None]
-    if (hit := _first(to_obstacle <= reach)) is not None:
-        k, j = hit
-        raise ValueError(
-            f"robots.start[{k}] is {float(to_obstacle[k, j]):.3g} m from "
-            f"env.obstacles.positions[{j}], within robots.r[{k}] + env.obstacles.r[{j}] = "
-            f"{float(reach[k, j]):.3g} m: the robot starts in collision"
+    if fault in ("start_outside", "goal_outside"):
+        (k,) = at
+        key = fault.removesuffix("_outside")
+        x, y = (start if key == "start" else goal)[k].tolist()  # host: load time
+        return (
+            f"robots.{key}[{k}] = [{x:g}, {y:g}] lies outside the map, [0, {float(out.width[i]):g}]"
+            f" x [0, {float(out.height[i]):g}] m (env.width, env.height)"
         )
-    apart = torch.linalg.vector_norm(start[:, None] - start[None], dim=-1)  # [n, n]
-    reach = robot_r[:, None] + robot_r[None]
-    earlier = torch.ones(n, n, dtype=torch.bool).tril(-1)  # pairs (k, j) with j < k
-    if (hit := _first((apart <= reach) & earlier)) is not None:
-        k, j = hit
-        raise ValueError(
-            f"robots.start[{k}] is {float(apart[k, j]):.3g} m from robots.start[{j}], within "
-            f"robots.r[{j}] + robots.r[{k}] = {float(reach[k, j]):.3g} m: the robots start in "
-            "collision"
+    k, j = at
+    if fault == "on_obstacle":
+        distance = float(torch.linalg.vector_norm(start[k] - out.obstacle_pos[i, j]))
+        reach = float(robot_r[k] + out.obstacle_radius[i, j])
+        return (
+            f"robots.start[{k}] is {distance:.3g} m from env.obstacles.positions[{j}], within "
+            f"robots.r[{k}] + env.obstacles.r[{j}] = {reach:.3g} m: the robot starts in collision"
         )
+    distance = float(torch.linalg.vector_norm(start[k] - start[j]))
+    return (
+        f"robots.start[{k}] is {distance:.3g} m from robots.start[{j}], within "
+        f"robots.r[{j}] + robots.r[{k}] = {float(robot_r[k] + robot_r[j]):.3g} m: the robots "
+        "start in collision"
+    )
 
 
 def scenarios_to_dicts(
@@ -622,27 +664,9 @@ def load_scenario_file(path: str | Path) -> list[dict]:
     episodes = [data] if isinstance(data, Mapping) else data
     if not isinstance(episodes, list) or not episodes:
         raise ValueError(f"{path}: expected an episode dict or a non-empty list of them")
-    for i, episode in enumerate(episodes):
-        where = f"{path}: episode {i}"
-        if not isinstance(episode, Mapping):
-            raise ValueError(f"{where} is a {type(episode).__name__}, not an episode dict")
-        for part in ("env", "robots"):
-            if not isinstance(episode.get(part), Mapping):
-                raise ValueError(f"{where}: missing key {part} (a dict)")
-        env = episode["env"]
-        if "num_robots" not in env:
-            raise ValueError(f"{where}: missing key env.num_robots")
-        if not isinstance(env["num_robots"], int):
-            count = env["num_robots"]
-            raise ValueError(f"{where}: env.num_robots must be an integer, got {count!r}")
-        for part in ("obstacles", "cores"):
-            if not isinstance(env.get(part), Mapping) or "positions" not in env[part]:
-                raise ValueError(f"{where}: missing key env.{part}.positions")
-            if not isinstance(env[part]["positions"], list):
-                raise ValueError(f"{where}: env.{part}.positions must be a list")
     scenarios_from_dicts(
         episodes,
-        slots_needed(episodes),
+        slots_needed(episodes, where=f"{path}: episode"),
         dtype=torch.float64,
         where=f"{path}: episode",
     )

@@ -58,7 +58,7 @@ from marinenav.sim.rules import (
     total_reward,
 )
 from marinenav.sim.scenario import Scenario, Slots, default_scenario
-from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts
+from marinenav.sim.scenario_json import scenarios_from_dicts, scenarios_to_dicts, slots_needed
 from marinenav.sim.traffic import advance_waypoints, traffic_thrust_rate
 
 if TYPE_CHECKING:
@@ -261,32 +261,11 @@ class MarineNavSimulator:
             raise ValueError(
                 "scenarios must be a list of episode dicts, got one dict (wrap it in a list)"
             )
-        if len(scenarios) == 0:
-            raise ValueError("no scenarios given")
-
-        def largest(part: str, key: str) -> int:
-            counts = []
-            for i, s in enumerate(scenarios):
-                try:
-                    positions = s["env"][part]["positions"]
-                except (KeyError, TypeError):
-                    raise ValueError(f"scenario {i} is missing key env.{part}.positions") from None
-                if not isinstance(positions, Sequence) or isinstance(positions, str):
-                    key, kind = f"env.{part}.positions", type(positions).__name__
-                    raise ValueError(f"scenario {i}: scenario key {key} must be a list, got {kind}")
-                counts.append(len(positions))
-            return max(counts)
-
-        def robots(i: int, s: Mapping[str, Any]) -> int:
-            try:
-                return int(s["env"]["num_robots"])
-            except (KeyError, TypeError, ValueError):
-                raise ValueError(f"scenario {i} is missing key env.num_robots") from None
-
+        needed = slots_needed(scenarios)  # checked: names the first dict without its counts
         slots = (
-            robot_slots or max(robots(i, s) for i, s in enumerate(scenarios)),
-            largest("obstacles", "positions") if obstacle_slots is None else obstacle_slots,
-            largest("cores", "positions") if core_slots is None else core_slots,
+            robot_slots or needed.robots,
+            needed.obstacles if obstacle_slots is None else obstacle_slots,
+            needed.cores if core_slots is None else core_slots,
         )
         sim = cls(
             len(scenarios),
