@@ -962,6 +962,65 @@ def test_a_mixs_stand_on_turn_term_in_the_simulator() -> None:
         make_layout("mix", {**MIX, "stand_on_turn_penalty": -1.0})
 
 
+@pytest.mark.parametrize(
+    ("case", "own_before", "target_pos", "target_heading", "charged"),
+    [
+        # the own ship (heading North, now at the origin) came 1 m closer to a target 15 m dead
+        # ahead on the reciprocal course: head-on, nothing to port yet
+        ("head-on, dead ahead", (-1.0, 0.0), (15.0, 0.0), 3.1416, 1.0),
+        # the same target 5 m to port of the own course line (the own ship has altered): half
+        # of the 10 m clearance is still short
+        ("head-on, 5 m to port", (-1.0, 0.0), (15.0, -5.0), 3.1416, 0.5),
+        ("head-on, 12 m to port", (-1.0, 0.0), (15.0, -12.0), 3.1416, 0.0),
+        # to starboard: the pass starboard to starboard costs the most
+        ("head-on, 3 m to starboard", (-1.0, 0.0), (15.0, 3.0), 3.1416, 1.0),
+        ("head-on, opening", (1.0, 0.0), (15.0, 0.0), 3.1416, 0.0),
+        # passed: the target abaft the own beam
+        ("head-on, passed", (-1.0, 0.0), (-2.0, -6.0), 3.1416, 0.0),
+        # crossing from starboard, heading West: not a head-on encounter
+        ("give way", (-1.0, 0.0), (10.0, 3.0), -1.5708, 0.0),
+    ],
+)
+def test_the_head_on_clearance_term_by_hand(case, own_before, target_pos, target_heading, charged):
+    """The encounter is the one the two met in, as the simulator keeps it
+    (``events.closest.encounter``): the head-on target was met dead ahead, 15 m off, before the
+    own ship's alteration; the crossing one where it is now."""
+    from marinenav.scenarios.give_way import head_on_clearance_penalty
+    from marinenav.sim.approach import approach_now
+
+    scenario, events = _crossing(own_before, (0.0, 0.0), target_pos, target_heading)
+    met_at = events.pos.clone()
+    if case.startswith("head-on"):
+        met_at[0, 1] = torch.tensor([15.0, 0.0], dtype=F64)
+    events.closest = approach_now(met_at, events.theta, torch.ones(1, 2, dtype=F64))
+    got = head_on_clearance_penalty(scenario, events, weight=0.5)
+    assert got.shape == (1, 2) and got[0, 1] == 0.0  # the traffic vessel earns nothing
+    assert float(got[0, 0]) == pytest.approx(-0.5 * charged, abs=1e-12), case
+    events.closest = None
+    with pytest.raises(ValueError, match="needs events.closest and events.pos_before"):
+        head_on_clearance_penalty(scenario, events, 0.5)
+
+
+def test_a_mixs_head_on_clearance_term_in_the_simulator() -> None:
+    """The mix's ``head_on_clearance_penalty`` as the term ``head_on_clearance``: own ships that
+    hold on for 24 s in the Imazu cases pay it in case 1 (head-on, the target dead ahead from
+    20 m) and nothing in case 2 (crossing from starboard) or case 4 (from port); an alteration to
+    starboard then, which takes the target to port, pays less than one to port; a clearance of 0
+    is refused."""
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}},
+           "head_on_clearance_penalty": 0.5, "cross_ahead_of": "traffic"}  # fmt: skip
+    layout = make_layout("mix", mix)
+    assert layout.rules.term_names[-1] == "head_on_clearance" and layout.rules.closest_approach
+    totals = _helm_totals(layout)
+    for helm in ("port", "starboard"):
+        assert totals[helm][0] < 0 and totals[helm][1] == 0 and totals[helm][3] == 0, helm
+    assert totals["starboard"][0] > totals["port"][0]
+    with pytest.raises(ValueError, match="scenario.head_on_clearance must be > 0 m"):
+        make_layout("mix", {**MIX, "head_on_clearance": 0.0})
+    with pytest.raises(ValueError, match="scenario.head_on_clearance_penalty must be >= 0"):
+        make_layout("mix", {**MIX, "head_on_clearance_penalty": -1.0})
+
+
 def test_the_closest_approaches_travel_in_the_simulators_checkpoint() -> None:
     """A simulator restored mid-episode from ``state_dict`` pays the give-way check term as the
     one it was taken from (the closest approaches so far are in the checkpoint); a checkpoint

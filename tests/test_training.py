@@ -193,9 +193,11 @@ def test_checkpoint_holds_only_the_filled_replay(agent: str, tmp_path: Path) -> 
 
 # two parts of the mixture (the tiny curriculum has one stage; the currents part lists six)
 TWO_PARTS = ("scenario=mix", "~scenario.parts.open_water", "~scenario.parts.currents")
-# and the pass event priced over the Imazu part's episodes: the per-part and priced paths
+# and the pass event priced over the Imazu part's episodes: the per-part and priced paths (with
+# the head-on clearance term, which the best recipe does not use)
 MIXED_AND_PRICED = (*TWO_PARTS, "scenario.passed_ahead_penalty=5",
-                    "training.constraint.term=passed_ahead", "training.constraint.part=imazu")
+                    "training.constraint.term=passed_ahead", "training.constraint.part=imazu",
+                    "scenario.head_on_clearance_penalty=0.5")
 # recipe=waters (the best mixed recipe) on every part: traffic that holds on, the rule terms,
 # the rule-15 check as a fixed term and the pass constraint; the tiny curriculum's one stage
 BEST_MIXED_RECIPE = (*WATERS_SETTINGS, "scenario.parts.currents.options.num_cores=[4]")

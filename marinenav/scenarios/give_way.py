@@ -16,7 +16,9 @@ checks read first, a turn to port while such a vessel closes; :func:`give_way_sp
 charges the way a vessel makes while it still has to keep out of another's way (the slow
 approach that lets the other pass ahead, rather than the race across its bow);
 :func:`stand_on_turn_penalty` is the other vessel's side of rule 15 (rule 17): the vessel that
-stands on may not turn to port for a vessel on its own port side that must keep out of its way.
+stands on may not turn to port for a vessel on its own port side that must keep out of its way;
+:func:`head_on_clearance_penalty` is rule 14's outcome step by step: a head-on vessel kept well
+to port of the own course line until it is passed (port to port, at a distance).
 
 Frames: world x is North, y is East; headings clockwise from North (rad); bearings relative to
 a vessel's bow, positive to starboard.
@@ -39,6 +41,7 @@ from marinenav.sim.situation import (
     ENCOUNTER_RANGE,
     ENCOUNTERS,
     GIVE_WAY,
+    HEAD_ON,
     HEAD_ON_BEARING,
     classify_pairs,
 )
@@ -47,6 +50,9 @@ AGAINST = ("traffic", "any")  # which vessels the term protects
 # where give_way_check_penalty fixes who gives way: at the episode's start (as the COLREGs
 # checks do), or where the two vessels first come within the encounter range
 GIVE_WAY_FROM = ("start", "in_range")
+# m: a head-on vessel this far to port of the own course line is clear (two default hulls touch
+# within 5.6 m centre to centre; the lost head-on passes of the waters recipe closed to 4.3-5.5 m)
+HEAD_ON_CLEARANCE = 10.0
 
 
 def _pairs(scenario: Scenario, events: StepEvents, against: str) -> Tensor:
@@ -408,13 +414,57 @@ def cross_ahead_penalty(
     return torch.where(crossing.any(dim=2), penalty, torch.zeros_like(penalty))
 
 
+def head_on_clearance_penalty(
+    scenario: Scenario,
+    events: StepEvents,
+    weight: float,
+    against: str = "any",
+    clearance: float = HEAD_ON_CLEARANCE,
+) -> Tensor:
+    """``[E, R]``: rule 14 step by step. A policy vessel pays, on each step after which a
+    head-on vessel still closes ahead of its beam, ``weight`` times how short that vessel lies
+    of ``clearance`` m to port of the own course line: ``-weight * clamp(1 + side / clearance,
+    0, 1)``, ``side`` the other vessel's offset from the own course line (m, > 0 to starboard).
+    So ``-weight`` while it is dead ahead or to starboard (the pass starboard to starboard that
+    rule 14 forbids), nothing once it lies ``clearance`` m or more to port, and nothing after it
+    is passed (abaft the own beam) or opens. Of several head-on vessels, the least clear counts.
+
+    Head-on is the encounter as the two vessels first came within
+    :data:`~marinenav.sim.situation.ENCOUNTER_RANGE` (``events.closest.encounter``,
+    :mod:`marinenav.sim.approach`: the other within 10 deg of dead ahead on a course within 10
+    deg of the reciprocal), fixed from then on, so that the own ship's alteration, which takes the
+    other off its bow, does not end the encounter. What it teaches is the alteration that
+    :func:`port_turn_penalty` (only its direction) and the paper's COLREGs term (a turn inside
+    zones ending 17 m off) leave to chance: large and early enough to pass port to port at a
+    distance. ``against`` as in :func:`cross_ahead_penalty`; needs ``events.closest`` (a layout
+    using it gives ``LayoutRules(closest_approach=True)``) and ``events.pos_before``.
+    """
+    if events.closest is None or events.pos_before is None:
+        raise ValueError(
+            "head_on_clearance_penalty needs events.closest and events.pos_before (a layout "
+            "using it gives LayoutRules(closest_approach=True))"
+        )
+    pairs = _pairs(scenario, events, against)
+    head_on = (events.closest.encounter == ENCOUNTERS.index(HEAD_ON)) & pairs  # [E, i, j]
+    pos = events.pos
+    closing = _range(pos) < _range(events.pos_before)
+    # where vessel j lies in vessel i's frame (the helper gives i in j's frame)
+    side, ahead = (t.transpose(1, 2) for t in _side_and_ahead(pos, events.theta))
+    short = (1.0 + side / clearance).clamp(0.0, 1.0)  # 1 dead ahead or to starboard
+    charged = head_on & closing & (ahead > 0)
+    shortfall = torch.where(charged, short, torch.zeros_like(short)).amax(dim=2)  # [E, R]
+    return shortfall * -weight
+
+
 __all__ = [
     "AGAINST",
     "GIVE_WAY_FROM",
+    "HEAD_ON_CLEARANCE",
     "bow_crossing_penalty",
     "cross_ahead_penalty",
     "give_way_check_penalty",
     "give_way_speed_penalty",
+    "head_on_clearance_penalty",
     "passed_ahead_penalty",
     "port_turn_penalty",
     "stand_on_turn_penalty",

@@ -57,6 +57,7 @@ from marinenav.scenarios.give_way import (
     cross_ahead_penalty,
     give_way_check_penalty,
     give_way_speed_penalty,
+    head_on_clearance_penalty,
     passed_ahead_penalty,
     port_turn_penalty,
     stand_on_turn_penalty,
@@ -74,6 +75,7 @@ RULES_OF_THE_MIX = {
     "port_turn_penalty": ("port_turn", port_turn_penalty),
     "give_way_speed_penalty": ("give_way_speed", give_way_speed_penalty),
     "stand_on_turn_penalty": ("stand_on_turn", stand_on_turn_penalty),
+    "head_on_clearance_penalty": ("head_on_clearance", head_on_clearance_penalty),
 }
 
 
@@ -114,6 +116,11 @@ class MixConfig:
     # (on its port side, not yet astern of it) closes within 20 m (give_way.stand_on_turn_penalty:
     # rule 17, the stand-on vessel's duty)
     stand_on_turn_penalty: float = 0.0
+    # ... and per step while a head-on vessel (as first met within 20 m) closes ahead of the
+    # beam less than head_on_clearance m to port of the own course line, in proportion to the
+    # shortfall (give_way.head_on_clearance_penalty: rule 14, port to port at a distance)
+    head_on_clearance_penalty: float = 0.0
+    head_on_clearance: float = 10.0
     cross_ahead_of: str = "any"
     # a mix rule's option name -> the parts whose episodes it acts in (every part where absent)
     rule_parts: dict[str, Any] = field(default_factory=dict)
@@ -171,9 +178,10 @@ class MixLayout(ScenarioLayout):
             value = getattr(c, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise ValueError(f"scenario.{key} must be >= 0, got {value!r}")
-        within = c.bow_crossing_range
-        if isinstance(within, bool) or not isinstance(within, int | float) or not within > 0:
-            raise ValueError(f"scenario.bow_crossing_range must be > 0 m, got {within!r}")
+        for key in ("bow_crossing_range", "head_on_clearance"):
+            value = getattr(c, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"scenario.{key} must be > 0 m, got {value!r}")
         at_boundaries = c.passed_ahead_at_boundaries
         if not isinstance(at_boundaries, bool):
             raise ValueError(
@@ -234,6 +242,7 @@ class MixLayout(ScenarioLayout):
             "bow_crossing_penalty": {"within": float(c.bow_crossing_range)},
             "passed_ahead_penalty": {"at_boundaries": c.passed_ahead_at_boundaries},
             "give_way_check_penalty": {"give_way_from": c.give_way_check_from},
+            "head_on_clearance_penalty": {"clearance": float(c.head_on_clearance)},
         }
         for key, (term, rule) in RULES_OF_THE_MIX.items():
             weight = getattr(c, key)
@@ -244,8 +253,10 @@ class MixLayout(ScenarioLayout):
                 if key in self.rule_parts:
                     rule = _gated(rule, self.rule_parts[key])
                 terms[term] = rule
-        reads_closest = c.give_way_check_penalty > 0 or any(
-            layout.rules.closest_approach for layout in self.layouts
+        reads_closest = (
+            c.give_way_check_penalty > 0
+            or c.head_on_clearance_penalty > 0
+            or any(layout.rules.closest_approach for layout in self.layouts)
         )
         return LayoutRules(reward_terms=terms, end_conditions=ends, closest_approach=reads_closest)
 
