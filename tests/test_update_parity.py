@@ -19,7 +19,12 @@ recording while every run differed, at the recording's own commit too (the matri
 the runs' larger shapes round differently there). ``update_parity.json`` was recorded on the
 2-core AMD EPYC VM on the code before the trainer took over the update loops;
 ``update_parity_intel_xeon.json`` on the Intel Xeon VM on the code of 2026-11-29, which equalled
-the first recording on the AMD VM.
+the first recording on the AMD VM. A third machine (2026-12-01), named "AMD EPYC" as the first and
+equal to it in the canary, ran torch's AVX-512 kernels: IQN's and Rainbow's fast runs differed
+from the first recording there, at its session's starting commit too, while the other ten runs
+agreed. So a recording also names torch's CPU capability (``capability``), and one that names
+this machine's is used before one that names none: ``update_parity_amd_epyc_avx512.json`` was
+recorded there on the code of that day.
 """
 
 from __future__ import annotations
@@ -170,17 +175,24 @@ def recordings() -> dict[str, dict[str, Any]]:
 
 
 def recording() -> dict[str, Any]:
-    """The recording made on a CPU like this one with the same canary; skips the test where
-    there is none."""
+    """The recording made on a CPU like this one with the same canary, and with the same kernel
+    set (torch's CPU capability, ``AVX2``, ``AVX512``, ...) where the recording names one; one
+    that names it is preferred. Skips the test where there is none."""
     here, canary, known = cpu_model(), machine_canary(), recordings()
-    for recorded in known.values():
-        if here.startswith(recorded["cpu"]) and canary == recorded["canary"]:
-            return recorded
-    made_on = "; ".join(f"{name}: {r['cpu']}, torch {r['torch']}, canary "
-                        f"{'equal' if canary == r['canary'] else 'different'}"
+    capability = torch.backends.cpu.get_cpu_capability()
+    like_this = [r for r in known.values()
+                 if here.startswith(r["cpu"]) and canary == r["canary"]
+                 and r.get("capability", capability) == capability]  # fmt: skip
+    if like_this:
+        return max(like_this, key=lambda r: "capability" in r)
+    made_on = "; ".join(f"{name}: {r['cpu']} {r.get('capability', '')}, torch {r['torch']}, "
+                        f"canary {'equal' if canary == r['canary'] else 'different'}"
                         for name, r in known.items())  # fmt: skip
-    pytest.skip(f"no recording was made on a machine whose floating-point kernels round as this "
-                f"one's ({here}, torch {torch.__version__}; {made_on}): bit parity cannot hold")
+    pytest.skip(
+        f"no recording was made on a machine whose floating-point kernels round as this "
+        f"one's ({here} {capability}, torch {torch.__version__}; {made_on}): bit "
+        "parity cannot hold"
+    )
 
 
 @pytest.mark.parametrize(
@@ -208,6 +220,25 @@ def test_parameters_and_optimiser_states_equal_the_recording(run: str, tmp_path:
     assert got["random_streams"] == expected["random_streams"]
 
 
+def test_the_recording_of_this_machines_kernels_is_chosen(monkeypatch) -> None:
+    """Of recordings made on this CPU with this canary, the one naming this machine's CPU
+    capability is used; one naming another capability never; one naming none otherwise."""
+    here, canary = cpu_model(), machine_canary()
+    fake = {
+        "none.json": {"cpu": here, "canary": canary, "torch": "x", "runs": "none"},
+        "avx512.json": {"cpu": here, "canary": canary, "torch": "x", "runs": "avx512",
+                        "capability": "AVX512"},
+        "other_cpu.json": {"cpu": "Nowhere", "canary": canary, "torch": "x", "runs": "other"},
+    }  # fmt: skip
+    monkeypatch.setattr(sys.modules[__name__], "recordings", lambda: fake)
+    for capability, chosen in (("AVX512", "avx512"), ("AVX2", "none")):
+        monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda c=capability: c)
+        assert recording()["runs"] == chosen, capability
+    del fake["none.json"]
+    with pytest.raises(pytest.skip.Exception, match="AVX2"):
+        recording()
+
+
 def record(path: Path = RECORDING) -> None:
     """Write the fingerprints of every run, with this machine's CPU model and canary
     (``python -m tests.test_update_parity FILE``; a new machine kind gets a new file beside the
@@ -221,7 +252,7 @@ def record(path: Path = RECORDING) -> None:
             runs[run] = train_and_fingerprint(run, Path(directory) / "run")
         print(f"{run}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     recorded = {"torch": torch.__version__, "cpu": cpu_model(), "canary": machine_canary(),
-                "runs": runs}  # fmt: skip
+                "capability": torch.backends.cpu.get_cpu_capability(), "runs": runs}  # fmt: skip
     text = json.dumps(recorded, indent=1, sort_keys=True)
     path.write_text(text + "\n")
 
