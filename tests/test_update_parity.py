@@ -240,9 +240,9 @@ def test_the_recording_of_this_machines_kernels_is_chosen(monkeypatch) -> None:
 
 
 def record(path: Path = RECORDING) -> None:
-    """Write the fingerprints of every run, with this machine's CPU model and canary
-    (``python -m tests.test_update_parity FILE``; a new machine kind gets a new file beside the
-    others, e.g. ``tests/data/update_parity_<cpu>.json``)."""
+    """Write the fingerprints of every run, with this machine's CPU model, canary and CPU
+    capability (``python -m tests.test_update_parity FILE``; a new machine kind gets a new file
+    beside the others, e.g. ``tests/data/update_parity_<cpu>.json``)."""
     import tempfile
 
     runs = {}

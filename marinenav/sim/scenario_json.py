@@ -169,6 +169,13 @@ def slots_needed(dicts: Sequence[Mapping[str, Any]], where: str = "scenario") ->
     return Slots(*(max(column) for column in zip(*counts, strict=True)))
 
 
+def _robot_count(n: Any) -> int:
+    """``env.num_robots``, refused unless an integer (not a bool, not ``2.0`` or ``"2"``)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"env.num_robots must be an integer, got {n!r}")
+    return n
+
+
 def _counts(scenario: Any) -> tuple[int, int, int]:
     """The robots (at least one), obstacles and cores of one scenario dict, checked."""
     if not isinstance(scenario, Mapping):
@@ -179,9 +186,7 @@ def _counts(scenario: Any) -> tuple[int, int, int]:
     env = scenario["env"]
     if "num_robots" not in env:
         raise ValueError("missing key env.num_robots")
-    n = env["num_robots"]
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise ValueError(f"env.num_robots must be an integer, got {n!r}")
+    n = _robot_count(env["num_robots"])
     listed = []
     for group in ("obstacles", "cores"):
         node = env.get(group)
@@ -314,9 +319,7 @@ class _Gathered:
         radius = _rows(_require(obstacles, "r", "env.obstacles"), n_obs, "env.obstacles.r", 0,
                        "must hold one number per obstacle")  # fmt: skip
 
-        n = _require(env, "num_robots", "env")
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ValueError(f"env.num_robots must be an integer, got {n!r}")
+        n = _robot_count(_require(env, "num_robots", "env"))
         if n < 1:
             raise ValueError(f"env.num_robots must be at least 1, got {n}")
         if n > self.slots.robots:
