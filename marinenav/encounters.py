@@ -10,7 +10,12 @@ Checks (one line each, as docs/scenarios.md states them):
 
 * **turned to starboard** (rules 14, 15): the first time before the closest approach that the own
   ship's heading differs from its initial heading by more than :data:`TURN_THRESHOLD`, the
-  difference is to starboard;
+  difference is to starboard; read a second way, **from sighting**: the first time from the
+  step the target first came within :data:`ENCOUNTER_RANGE` (the perception range) to the
+  closest approach that the heading differs from the heading at that step by more than the
+  threshold, or, when it never does, the alteration from the initial heading that the own ship
+  held at that step (an alteration made and undone before the own ship could perceive the
+  target is no answer to it; one made and held is its standing answer);
 * **passed port to port** (rule 14): at the closest approach the target bears on the own ship's
   port side (bearing in (180, 360));
 * **passed astern** (rule 15): at the closest approach the own ship is abaft the target's beam
@@ -22,7 +27,9 @@ A head-on encounter passes when the own ship turned to starboard and passed port
 give-way crossing when it turned to starboard and passed astern, an overtaking when it kept
 clear; a stand-on encounter has no check here (rule 17's duties are not checked), nor has a
 target that never came within :data:`ENCOUNTER_RANGE` of the own ship (it was never met: the
-own ship kept out of its way before it could even perceive it).
+own ship kept out of its way before it could even perceive it). Every check records both readings
+of the turn: ``passed`` and ``broken`` read the first (the one docs/results.md counts),
+``passed_sighted`` and ``broken_sighted`` the second.
 """
 
 from __future__ import annotations
@@ -86,31 +93,57 @@ class TargetCheck:
     # deg, to starboard > 0: the own ship's first course alteration (more than TURN_THRESHOLD
     # from its initial heading) before the closest approach; None when it held its course
     first_alteration: float | None = None
+    # the same read from sighting (sighted_step: the first step the target was within
+    # ENCOUNTER_RANGE; None for a target never met): the first alteration from the heading at
+    # that step before the closest approach, else the one from the initial heading held there
+    sighted_step: int | None = None
+    turned_starboard_sighted: bool | None = None
+    first_alteration_sighted: float | None = None
 
-    @property
-    def passed(self) -> bool | None:
-        """Whether the encounter's rule was kept; ``None`` for a stand-on encounter or a target
-        never met."""
+    def _kept(self, turned_starboard: bool | None) -> bool | None:
         if not self.met:
             return None
         if self.encounter == HEAD_ON:
-            return bool(self.turned_starboard and self.port_to_port)
+            return bool(turned_starboard and self.port_to_port)
         if self.encounter == GIVE_WAY:
-            return bool(self.turned_starboard and self.astern)
+            return bool(turned_starboard and self.astern)
         if self.encounter == OVERTAKING:
             return bool(self.kept_clear)
         return None
+
+    @property
+    def passed(self) -> bool | None:
+        """Whether the encounter's rule was kept, the turn read from the start; ``None`` for a
+        stand-on encounter or a target never met."""
+        return self._kept(self.turned_starboard)
+
+    @property
+    def passed_sighted(self) -> bool | None:
+        """:attr:`passed` with the turn read from sighting."""
+        return self._kept(self.turned_starboard_sighted)
 
     @property
     def broken(self) -> list[str]:
         """What broke the rule, in words (empty when it was kept or does not apply): ``held
         course`` or ``turned to port`` (the first alteration), ``passed starboard to starboard``
         (rule 14), ``passed ahead`` (rule 15), ``came too close`` (rule 13)."""
-        if self.passed is not False:
+        return self._broken(self.passed, self.turned_starboard, self.first_alteration)
+
+    @property
+    def broken_sighted(self) -> list[str]:
+        """:attr:`broken` with the turn read from sighting."""
+        return self._broken(
+            self.passed_sighted, self.turned_starboard_sighted, self.first_alteration_sighted
+        )
+
+    def _broken(
+        self, passed: bool | None, turned_starboard: bool | None, first_alteration: float | None
+    ) -> list[str]:
+        if passed is not False:
             return []
         out = []
-        if self.turned_starboard is False:
-            out.append("held course" if self.first_alteration is None else "turned to port")
+        if turned_starboard is False:
+            out.append("held course" if first_alteration is None else "turned to port")
         if self.port_to_port is False:
             out.append("passed starboard to starboard")
         if self.astern is False:
@@ -118,6 +151,15 @@ class TargetCheck:
         if self.kept_clear is False:
             out.append("came too close")
         return out
+
+
+def first_alteration(heading: torch.Tensor) -> float | None:
+    """The first course alteration along headings ``[n]`` rad (clockwise): the first change
+    from ``heading[0]`` of more than :data:`TURN_THRESHOLD`, in degrees (to starboard > 0);
+    ``None`` when the heading never changed that much."""
+    turn = wrap_to_180(torch.rad2deg(heading - heading[0]))  # [n]
+    altered = (turn.abs() > TURN_THRESHOLD).nonzero()
+    return float(turn[altered[0, 0]]) if len(altered) else None
 
 
 def check_target(
@@ -133,10 +175,15 @@ def check_target(
     hulls touch (m), ``encounter`` from :func:`classify`."""
     distance = torch.linalg.vector_norm(target_pos - own_pos, dim=-1)  # [T]
     k = int(distance.argmin())
-    turn = wrap_to_180(torch.rad2deg(own_heading[: k + 1] - own_heading[0]))  # [k + 1]
-    altered = (turn.abs() > TURN_THRESHOLD).nonzero()
-    first = float(turn[altered[0, 0]]) if len(altered) else None
-    turned = first is not None and first > 0
+    met = float(distance[k]) <= ENCOUNTER_RANGE
+    first = first_alteration(own_heading[: k + 1])
+    # the first step within range (met: at the latest the closest approach)
+    sighted = int((distance <= ENCOUNTER_RANGE).nonzero()[0, 0]) if met else None
+    first_sighted = None
+    if met:
+        first_sighted = first_alteration(own_heading[sighted : k + 1])
+        if first_sighted is None:  # no answer in sight: the alteration held at sighting, if any
+            first_sighted = first_alteration(own_heading[[0, sighted]])
     beta = float(bearing(own_pos[k], own_heading[k], target_pos[k]))
     alpha = float(bearing(target_pos[k], target_heading[k], own_pos[k]))
     rule_14_15 = encounter in (HEAD_ON, GIVE_WAY)
@@ -144,14 +191,19 @@ def check_target(
         encounter=encounter,
         closest=float(distance[k]),
         closest_step=k,
-        met=float(distance[k]) <= ENCOUNTER_RANGE,
-        turned_starboard=turned if rule_14_15 else None,
+        met=met,
+        turned_starboard=(first is not None and first > 0) if rule_14_15 else None,
         port_to_port=(180.0 < beta < 360.0) if encounter == HEAD_ON else None,
         astern=(90.0 < alpha < 270.0) if encounter == GIVE_WAY else None,
         kept_clear=(
             float(distance.min()) >= contact + CLEAR_MARGIN if encounter == OVERTAKING else None
         ),
         first_alteration=first if rule_14_15 else None,
+        sighted_step=sighted,
+        turned_starboard_sighted=(
+            (first_sighted is not None and first_sighted > 0) if rule_14_15 and met else None
+        ),
+        first_alteration_sighted=first_sighted if rule_14_15 else None,
     )
 
 
@@ -218,10 +270,11 @@ def episode_encounters(
     )
 
 
-def colregs_kept(checks: list[TargetCheck], success: bool) -> bool:
+def colregs_kept(checks: list[TargetCheck], success: bool, sighted: bool = False) -> bool:
     """An episode keeps the COLREGs when it succeeded and every checked encounter passed (an
-    episode with stand-on encounters only: when it succeeded)."""
-    return success and all(c.passed is not False for c in checks)
+    episode with stand-on encounters only: when it succeeded); ``sighted``: the turns read from
+    sighting (:attr:`TargetCheck.passed_sighted`)."""
+    return success and all((c.passed_sighted if sighted else c.passed) is not False for c in checks)
 
 
 def encounter_records(
@@ -240,8 +293,10 @@ def encounter_records(
         )
         out.append({
             "targets": [{**vars(c), "rule": RULES[c.encounter], "passed": c.passed,
-                         "broken": c.broken} for c in checks],
+                         "broken": c.broken, "passed_sighted": c.passed_sighted,
+                         "broken_sighted": c.broken_sighted} for c in checks],
             "colregs_kept": colregs_kept(checks, successes[e]),
+            "colregs_kept_sighted": colregs_kept(checks, successes[e], sighted=True),
         })  # fmt: skip
     return out
 
@@ -249,15 +304,16 @@ def encounter_records(
 def format_encounters(records: list[dict | None], successes: list[bool], labels: list[str]) -> str:
     """A Markdown table, one row per encounter episode: its label, success, each target's
     encounter, rule, closest approach (m) and check (with what broke it, e.g. ``no (turned to
-    port)``), and whether it kept the COLREGs."""
+    port)``), and whether it kept the COLREGs, with the turns read from the start and from
+    sighting (``-`` for a record without the second reading)."""
 
     def mark(value: bool | None, broken: list[str] | None = None) -> str:
         if value is None:
             return "n/a"
         return "yes" if value else ("no (" + "; ".join(broken) + ")" if broken else "no")
 
-    rows = ["| case | success | targets: encounter (rule), closest (m), rule kept | COLREGs kept |",
-            "| --- | --- | --- | --- |"]  # fmt: skip
+    rows = ["| case | success | targets: encounter (rule), closest (m), rule kept | COLREGs kept "
+            "| COLREGs kept, turns from sighting |", "| --- | --- | --- | --- | --- |"]  # fmt: skip
     for record, success, label in zip(records, successes, labels, strict=True):
         if record is None:
             continue
@@ -266,7 +322,9 @@ def format_encounters(records: list[dict | None], successes: list[bool], labels:
             f"{mark(t['passed'], t.get('broken'))}"
             for t in record["targets"]
         )
-        rows.append(f"| {label} | {mark(success)} | {targets} | {mark(record['colregs_kept'])} |")
+        sighted = record.get("colregs_kept_sighted")
+        rows.append(f"| {label} | {mark(success)} | {targets} | {mark(record['colregs_kept'])} "
+                    f"| {'-' if sighted is None else mark(sighted)} |")  # fmt: skip
     return "\n".join(rows)
 
 
@@ -293,6 +351,7 @@ __all__ = [
     "colregs_kept",
     "encounter_records",
     "episode_encounters",
+    "first_alteration",
     "format_encounters",
     "own_and_targets",
 ]

@@ -155,10 +155,83 @@ def test_the_table_says_what_broke_a_rule() -> None:
         check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
         target = {**vars(check), "rule": RULES[HEAD_ON], "passed": check.passed,
                   "broken": check.broken}  # fmt: skip
-        records.append({"targets": [target], "colregs_kept": check.passed})
-    rows = format_encounters(records, [True, True], ["port", "starboard"]).splitlines()[2:]
-    assert "no (turned to port; passed starboard to starboard) | no |" in rows[0]
-    assert rows[1].endswith(", yes | yes |")
+        records.append({"targets": [target], "colregs_kept": check.passed,
+                        "colregs_kept_sighted": check.passed_sighted})  # fmt: skip
+    records.append({**records[1], "colregs_kept_sighted": None})  # written before the reading
+    rows = format_encounters(records, [True] * 3, ["port", "starboard", "old"]).splitlines()[2:]
+    assert "no (turned to port; passed starboard to starboard) | no | no |" in rows[0]
+    assert rows[1].endswith(", yes | yes | yes |")
+    assert rows[2].endswith(", yes | yes | - |")
+
+
+# read from sighting: a head-on target coming South at 1 m per step from 55 m ahead, and own
+# ships that sail legs of 5 steps from (0, 0) North: an opening over steps 10-20 (the target 35 m
+# off when it begins), the target in sight from step 18 or 19, an answer from step 20
+_TARGET_CLOSER = straight_legs([(55.0, 0.0), (-5.0, 0.0)], 61)
+
+
+def _own(points: list[tuple[float, float]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """An own ship through ``(0, 0), (5, 0), (10, 0)`` and then ``points``, 5 steps a leg."""
+    return straight_legs([(0.0, 0.0), (5.0, 0.0), (10.0, 0.0), *points], 61)
+
+
+def test_a_blind_opening_to_port_then_an_answer_to_starboard_keeps_rule_14_read_from_sighting():
+    own = _own([(15.0, -2.0), (20.0, -4.0)] + [(24.0 + 4 * i, 8.0) for i in range(8)])
+    check = check_target(*own, *_TARGET_CLOSER, contact=5.6, encounter=HEAD_ON)
+    distance = torch.linalg.vector_norm(_TARGET_CLOSER[0] - own[0], dim=-1)
+    assert float(distance[10]) > 30.0  # the opening (22 deg to port) is made blind
+    assert check.sighted_step == int((distance <= 20.0).nonzero()[0, 0]) == 18
+    assert check.port_to_port and 6.6 < check.closest < 10.0
+    assert check.first_alteration == pytest.approx(-21.8, abs=0.1) and check.passed is False
+    assert check.broken == ["turned to port"]
+    assert check.first_alteration_sighted > 60.0  # from the port course to the answer's
+    assert check.turned_starboard_sighted and check.passed_sighted and check.broken_sighted == []
+
+
+def test_a_blind_opening_to_starboard_then_an_answer_to_port_breaks_rule_14_read_from_sighting():
+    own = _own([(15.0, 4.0), (20.0, 8.0)] + [(24.0 + 4 * i, 7.0) for i in range(8)])
+    check = check_target(*own, *_TARGET_CLOSER, contact=5.6, encounter=HEAD_ON)
+    assert check.sighted_step == 19 and check.port_to_port and check.passed
+    assert check.first_alteration == pytest.approx(38.7, abs=0.1)
+    assert check.first_alteration_sighted == pytest.approx(-52.7, abs=0.1)
+    assert check.passed_sighted is False and check.broken_sighted == ["turned to port"]
+
+
+def test_read_from_sighting_an_alteration_made_and_held_before_sighting_is_the_answer() -> None:
+    held = _own([(15.0 + 5 * i, 4.0 + 4 * i) for i in range(10)])  # 39 deg to starboard, held
+    check = check_target(*held, *_TARGET_CLOSER, contact=5.6, encounter=HEAD_ON)
+    assert check.met and check.port_to_port and check.passed
+    assert check.first_alteration_sighted == check.first_alteration == pytest.approx(38.7, abs=0.1)
+    assert check.passed_sighted and check.broken_sighted == []
+    undone = _own([(15.0, 4.0)] + [(20.0 + 5 * i, 4.0) for i in range(9)])  # back before sight
+    check = check_target(*undone, *_TARGET_CLOSER, contact=5.6, encounter=HEAD_ON)
+    assert check.sighted_step > 15 and check.turned_starboard and check.passed
+    assert check.first_alteration_sighted is None and check.passed_sighted is False
+    assert check.broken_sighted == ["held course"]
+
+
+def test_a_target_in_range_from_the_start_reads_alike_both_ways() -> None:
+    target = straight_legs([(18.0, 0.0), (-42.0, 0.0)], 61)  # head-on, 18 m off at the start
+    for own in (
+        straight_legs([(0.0, 0.0), (3.0, 0.0), (8.0, 5.0), (40.0, 5.0)], 61),
+        straight_legs([(0.0, 0.0), (3.0, 0.0), (8.0, -5.0), (40.0, -5.0)], 61),
+    ):
+        check = check_target(*own, *target, contact=5.6, encounter=HEAD_ON)
+        assert check.sighted_step == 0
+        assert check.first_alteration_sighted == check.first_alteration
+        assert check.passed_sighted == check.passed and check.broken_sighted == check.broken
+
+
+def test_a_target_never_met_has_no_sighting_and_an_overtaking_no_turn_reading() -> None:
+    own = straight_legs([(0.0, 0.0), (10.0, -30.0), (60.0, -30.0)], 61)
+    check = check_target(*own, *_TARGET_SOUTH, contact=5.6, encounter=HEAD_ON)
+    assert check.sighted_step is None and check.turned_starboard_sighted is None
+    assert check.passed_sighted is None
+    target = straight_legs([(10.0, 0.0), (40.0, 0.0)], 61)
+    close = straight_legs([(0.0, 3.0), (60.0, 3.0)], 61)
+    check = check_target(*close, *target, contact=5.6, encounter=OVERTAKING)
+    assert check.first_alteration_sighted is None and check.turned_starboard_sighted is None
+    assert check.passed_sighted is False and check.broken_sighted == ["came too close"]
 
 
 def test_overtaking_must_keep_clear_of_contact_plus_the_margin() -> None:
@@ -309,6 +382,8 @@ def test_the_trainer_counts_the_colregs_kept_at_every_evaluation(tmp_path) -> No
     for metrics in evaluations:
         assert metrics["colregs"]["episodes"] == encounters and "encounters" not in metrics
         assert metrics["eval/colregs_kept"] == metrics["colregs"]["kept"]
+        assert metrics["eval/colregs_kept_sighted"] == metrics["colregs"]["kept_sighted"]
+        assert 0 <= metrics["colregs"]["kept_sighted"] <= sum(metrics["episodes"]["success"])
         assert 0 <= metrics["colregs"]["kept"] <= sum(metrics["episodes"]["success"])
         agent, config = load_agent(run / "evaluated" / str(metrics["timestep"]))
         again = evaluate_agent(agent, run_evaluation_set(run, config))

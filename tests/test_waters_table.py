@@ -142,3 +142,53 @@ def test_per_case_counts_over_the_labels(tmp_path: Path) -> None:
     assert lines[3] == ("| case 2 | crossing, give way (15); head-on (14) | 2 of 2 | 0 of 2 "
                         "| rule 14: 1, rule 15: 2 |")  # fmt: skip
     assert lines[-1] == "no Imazu file: s2"
+
+
+def test_sighted_reads_the_turn_from_sighting_and_refuses_a_file_without_it(tmp_path: Path) -> None:
+    """``--sighted``: the counts, bars and broken checks read the second reading of the turn
+    (``kept_sighted``, ``passed_sighted``, ``broken_sighted``); the default reads the first; a
+    file written before the second reading is refused by name."""
+    blind_port = {
+        "encounter": "head-on", "rule": "14", "closest_step": 30,
+        "passed": False, "broken": ["turned to port"], "passed_sighted": True, "broken_sighted": [],
+    }  # fmt: skip
+    blind_starboard = {
+        "encounter": "crossing, give way", "rule": "15", "closest_step": 30, "passed": True,
+        "broken": [], "passed_sighted": False, "broken_sighted": ["held course", "passed ahead"],
+    }  # fmt: skip
+    imazu = _imazu([[blind_port], [blind_starboard]], [50.0, 50.0], kept=1)
+    imazu["colregs"]["kept_sighted"] = 1
+    imazu["encounters"][0]["colregs_kept"], imazu["encounters"][1]["colregs_kept"] = False, True
+    imazu["encounters"][0]["colregs_kept_sighted"] = True
+    imazu["encounters"][1]["colregs_kept_sighted"] = False
+    _write(tmp_path, "new", "imazu", imazu)
+
+    def cells(*args: str) -> dict[str, str]:
+        out = benchmark_py("waters_table.py", tmp_path, "--broken", "--labels", "new", *args)
+        assert out.returncode == 0, out.stderr
+        header, _, row = out.stdout.splitlines()
+        columns = [c.strip() for c in header.strip("|").split("|")]
+        return dict(zip(columns, (c.strip() for c in row.strip("|").split("|")), strict=True))
+
+    start, sighted = cells(), cells("--sighted")
+    assert (start["rule 14 broken"], start["rule 15 broken"]) == ("1", "0")
+    assert start["14: turned to port"] == "1" and start["15: passed ahead"] == "0"
+    assert (sighted["rule 14 broken"], sighted["rule 15 broken"]) == ("0", "1")
+    assert sighted["15: held course"] == "1" and sighted["15: passed ahead"] == "1"
+    assert sighted["14: turned to port"] == "0"
+
+    out = benchmark_py("waters_table.py", tmp_path, "--cases", "--sighted")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[2].endswith("| 1 of 1 | - |") and lines[3].endswith("| 0 of 1 | rule 15: 1 |")
+
+    imazu["colregs"]["kept_sighted"] = 0
+    _write(tmp_path, "new", "imazu", imazu)
+    out = benchmark_py("waters_table.py", tmp_path, "--bars", "--sighted")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[2].split(" | ")[5] == "**0**"
+
+    _write(tmp_path, "old", "imazu", _imazu([[blind_port]], [50.0], kept=0))
+    out = benchmark_py("waters_table.py", tmp_path, "--bars", "--sighted")
+    assert out.returncode != 0 and "old's Imazu file has no kept_sighted" in out.stderr
+    assert benchmark_py("waters_table.py", tmp_path, "--bars").returncode == 0

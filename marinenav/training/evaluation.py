@@ -359,8 +359,9 @@ class Evaluator:
         """:meth:`run`, and for a set with encounter episodes their COLREGs checks
         (:mod:`marinenav.encounters`, from the episodes' tracks): ``metrics["encounters"]``,
         per episode its targets' checks (``None`` for the other episodes), and
-        ``metrics["colregs"]``, ``{"episodes": n, "kept": k}``: how many of the n encounter
-        episodes kept the COLREGs. A set without encounters: :meth:`run` alone."""
+        ``metrics["colregs"]``, ``{"episodes": n, "kept": k, "kept_sighted": k2}``: how many of
+        the n encounter episodes kept the COLREGs, the turns read from the start and from
+        sighting (:mod:`marinenav.encounters`). A set without encounters: :meth:`run` alone."""
         if not self.encounter_episodes:
             return self.run(policy, compact=compact)
         metrics = self.run(policy, compact=compact, tracks=True)
@@ -368,8 +369,12 @@ class Evaluator:
         scenarios = list(self.evaluation_set.scenarios)
         records = encounter_records(scenarios, metrics.pop("tracks"), successes)
         metrics["encounters"] = records
-        kept = [record["colregs_kept"] for record in records if record is not None]
-        metrics["colregs"] = {"episodes": len(kept), "kept": sum(kept)}
+        encounters = [record for record in records if record is not None]
+        metrics["colregs"] = {
+            "episodes": len(encounters),
+            "kept": sum(record["colregs_kept"] for record in encounters),
+            "kept_sighted": sum(record["colregs_kept_sighted"] for record in encounters),
+        }
         return metrics
 
     @staticmethod

@@ -661,6 +661,7 @@ class Trainer:
         if "colregs" in metrics:  # the count is logged; the per-target checks are evaluate's
             metrics.pop("encounters")
             metrics["eval/colregs_kept"] = metrics["colregs"]["kept"]
+            metrics["eval/colregs_kept_sighted"] = metrics["colregs"]["kept_sighted"]
         if bar is not None:
             bar.set_description("training")
         metrics["timestep"] = self.timesteps
