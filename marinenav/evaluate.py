@@ -148,7 +148,8 @@ def evaluate_run(
 
 def format_table(metrics: dict[str, Any]) -> str:
     """The aggregate metrics as a small Markdown table; success rates carry their episode count
-    and Wilson 95% interval."""
+    and Wilson 95% interval; a set with encounter episodes adds how many kept the COLREGs, the
+    turn read from the start and from sighting (:mod:`marinenav.encounters`)."""
     rows = ["| metric | value |", "| --- | ---: |"]
     episodes = metrics["episodes"]["success"]
     per_stage = [k for k in metrics if k.startswith("eval/success_rate_stage")]
@@ -165,6 +166,11 @@ def format_table(metrics: dict[str, Any]) -> str:
         else:
             shown = f"{value:.3f}"
         rows.append(f"| {name[5:]} | {shown} |")
+    if "colregs" in metrics:  # encounter episodes: the COLREGs kept, both readings of the turn
+        colregs = metrics["colregs"]
+        rows.append(f"| colregs_kept | {colregs['kept']} of {colregs['episodes']} |")
+        sighted = colregs["kept_sighted"]
+        rows.append(f"| colregs_kept_sighted | {sighted} of {colregs['episodes']} |")
     rows.append(f"| episodes | {len(episodes)} |")
     return "\n".join(rows)
 

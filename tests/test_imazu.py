@@ -365,7 +365,7 @@ def test_the_trainer_counts_the_colregs_kept_at_every_evaluation(tmp_path) -> No
     import json
 
     from marinenav.encounters import own_and_targets
-    from marinenav.evaluate import evaluate_agent, run_evaluation_set
+    from marinenav.evaluate import evaluate_agent, format_table, run_evaluation_set
     from marinenav.training.checkpoint import load_agent
     from marinenav.training.trainer import Trainer
     from tests.run_utils import tiny_config
@@ -388,6 +388,11 @@ def test_the_trainer_counts_the_colregs_kept_at_every_evaluation(tmp_path) -> No
         agent, config = load_agent(run / "evaluated" / str(metrics["timestep"]))
         again = evaluate_agent(agent, run_evaluation_set(run, config))
         assert again["colregs"] == metrics["colregs"]
+        kept, sighted, n = (again["colregs"][k] for k in ("kept", "kept_sighted", "episodes"))
+        table = format_table(again)
+        assert f"| colregs_kept | {kept} of {n} |" in table
+        assert f"| colregs_kept_sighted | {sighted} of {n} |" in table
+        assert "colregs" not in format_table({"episodes": again["episodes"]})
         assert again["episodes"]["success"] == metrics["episodes"]["success"]
         assert len(again["encounters"]) == len(scenarios)
     logged = (run / "logs" / "scalars" / "eval" / "colregs_kept.csv").read_text().splitlines()

@@ -43,6 +43,25 @@ def test_the_commit_and_a_changed_tracked_file_are_seen(tmp_path: Path) -> None:
 
 
 @needs_git
+def test_measurements_and_words_changed_leave_the_code_clean(tmp_path: Path) -> None:
+    """A tracked file changed under ``results/`` or ``docs/`` (an evaluation written where the
+    earlier one was, a page edited) is not a change of the code that runs."""
+    root = tmp_path / "repo"
+    _repository(root)
+    for folder in ("results", "docs", "marinenav"):
+        (root / folder).mkdir()
+        (root / folder / "x.json").write_text("{}\n")
+        _git(root, "add", f"{folder}/x.json")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "two")
+    commit = _git(root, "rev-parse", "HEAD")
+    (root / "results" / "x.json").write_text('{"kept": 9}\n')
+    (root / "docs" / "x.json").write_text('{"page": 2}\n')
+    assert code_version(root) == {"commit": commit, "dirty": False}
+    (root / "marinenav" / "x.json").write_text('{"code": 2}\n')
+    assert code_version(root) == {"commit": commit, "dirty": True}
+
+
+@needs_git
 def test_a_directory_that_is_not_the_top_of_a_checkout_has_no_commit(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     _repository(root)

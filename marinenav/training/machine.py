@@ -48,18 +48,24 @@ def _git(root: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+# top-level folders of the repository whose files no run or evaluation reads as code
+NOT_CODE = ("results", "docs")
+
+
 def code_version(root: str | Path = PACKAGE_ROOT) -> dict[str, Any]:
     """``{"commit": str | None, "dirty": bool | None}`` of the git checkout whose top level is
     ``root``. ``None`` for both when ``root`` is not the top of a checkout (a package installed
     into a virtual environment that lies inside some other repository is not that repository's
-    code) or git is missing. ``dirty``: a tracked file differs from the commit (untracked files
-    are not counted)."""
+    code) or git is missing. ``dirty``: a tracked file differs from the commit, outside
+    :data:`NOT_CODE` (measurements and words: an evaluation written into ``results/`` leaves the
+    code it ran as clean as it was; untracked files are not counted)."""
     root = Path(root).resolve()
     top = _git(root, "rev-parse", "--show-toplevel")
     if top is None or Path(top).resolve() != root:
         return {"commit": None, "dirty": None}
     commit = _git(root, "rev-parse", "HEAD")
-    status = _git(root, "status", "--porcelain", "--untracked-files=no")
+    excluded = [f":(exclude){path}" for path in NOT_CODE]
+    status = _git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded)
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 
