@@ -49,11 +49,14 @@ def read_record(path: Path) -> CheckpointRecord:
     solved = kept = cases = 0
     travel = None
     seen_header = False
+    column = -1  # the "COLREGs kept" column (turns read from the start), found in the header
     for line in path.read_text().splitlines():
         if line.startswith(HEADER):
             seen_header = True
-            if not line.rstrip().endswith("| COLREGs kept |"):
+            names = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if "COLREGs kept" not in names:
                 raise ValueError(f"{path}: the case table has no 'COLREGs kept' column")
+            column = names.index("COLREGs kept")
             continue
         match = TRAVEL.match(line)
         if match:
@@ -63,7 +66,7 @@ def read_record(path: Path) -> CheckpointRecord:
             cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
             cases += 1
             solved += cells[1] == "yes"
-            kept += cells[-1] == "yes"
+            kept += cells[column] == "yes"
     if not seen_header or cases == 0 or travel is None:
         raise ValueError(
             f"{path}: not an Imazu record of `python -m marinenav.evaluate ... --scenario imazu` "

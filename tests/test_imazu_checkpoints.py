@@ -25,8 +25,11 @@ def _record(path: Path, solved: list[bool], kept: list[bool], travel: float | No
         "episodes": {"success": solved},
     }
     target = {"encounter": "crossing, give way", "rule": 15, "closest": 12.0, "broken": []}
+    # the second reading of the turn (its own column) the opposite of the first: the count
+    # must read the first
     records = [
-        {"targets": [{**target, "passed": k}], "colregs_kept": k} for k in kept
+        {"targets": [{**target, "passed": k}], "colregs_kept": k, "colregs_kept_sighted": not k}
+        for k in kept
     ]  # fmt: skip
     labels = [f"case {k + 1}" for k in range(len(solved))]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -158,3 +161,19 @@ def test_a_file_that_is_not_an_imazu_record_is_refused_by_name(tmp_path) -> None
     out = _script(named)
     assert out.returncode == 2
     assert "last.md: the file name is not a checkpoint's timestep" in out.stderr
+
+
+def test_a_record_written_before_the_second_reading_is_read_alike(tmp_path) -> None:
+    """A record whose case table ends with "COLREGs kept" (printed before the turn was also read
+    from sighting, as every committed record of 2026-11) counts the same."""
+    new = _run(tmp_path, "new", {96000: (20, 7, 40.0)})
+    old = tmp_path / "old" / "imazu" / "96000.md"
+    old.parent.mkdir(parents=True)
+    lines = (new / "imazu" / "96000.md").read_text().splitlines()
+    old.write_text("\n".join(line.rsplit(" |", 2)[0] + " |" if line.startswith("| case") or
+                             line.startswith("| ---") and line.count("|") == 6 else line
+                             for line in lines))  # fmt: skip
+    assert "| COLREGs kept |" in old.read_text() and "sighting" not in old.read_text()
+    out = _script(new, tmp_path / "old", "--labels", "new", "old")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[2:] == ["| new | 7 / 20 |", "| old | 7 / 20 |"]
