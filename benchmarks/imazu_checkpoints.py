@@ -17,6 +17,10 @@ validation success at that checkpoint (``<result>/evaluations.jsonl``, ``eval/su
 the checkpoint's timestep) in bins with edges ``--validation-edges``, and how many keep at least
 ``--kept-bar`` cases: what choosing a checkpoint by its validation and its COLREGs count could
 give.
+
+``--sighted`` counts instead the cases kept with the rule-14/15 turn read from sighting (the
+case table's column "COLREGs kept, turns from sighting", ``marinenav.encounters``); a record
+printed before that column existed is refused by name.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HEADER = "| case | success |"
+KEPT = "COLREGs kept"  # the case table's column: the turn read from the start
+KEPT_SIGHTED = "COLREGs kept, turns from sighting"  # the turn read from sighting
 TRAVEL = re.compile(r"^\| travel_time \| (.+?) \|")  # "n/a (no successful episode)" -> nan
 
 
@@ -44,19 +50,20 @@ class CheckpointRecord:
     travel_time: float
 
 
-def read_record(path: Path) -> CheckpointRecord:
-    """Parse one ``<timestep>.md`` Imazu record; a file that is not one is refused by name."""
+def read_record(path: Path, kept_column: str = KEPT) -> CheckpointRecord:
+    """Parse one ``<timestep>.md`` Imazu record, its kept count from the case table's column
+    ``kept_column``; a file that is not one, or without that column, is refused by name."""
     solved = kept = cases = 0
     travel = None
     seen_header = False
-    column = -1  # the "COLREGs kept" column (turns read from the start), found in the header
+    column = -1  # the kept column, found in the header
     for line in path.read_text().splitlines():
         if line.startswith(HEADER):
             seen_header = True
             names = [cell.strip() for cell in line.strip().strip("|").split("|")]
-            if "COLREGs kept" not in names:
-                raise ValueError(f"{path}: the case table has no 'COLREGs kept' column")
-            column = names.index("COLREGs kept")
+            if kept_column not in names:
+                raise ValueError(f"{path}: the case table has no '{kept_column}' column")
+            column = names.index(kept_column)
             continue
         match = TRAVEL.match(line)
         if match:
@@ -79,12 +86,13 @@ def read_record(path: Path) -> CheckpointRecord:
     return CheckpointRecord(timestep, solved, kept, travel)
 
 
-def read_run(result: Path) -> list[CheckpointRecord]:
-    """Every ``<result>/imazu/<timestep>.md`` in timestep order."""
+def read_run(result: Path, kept_column: str = KEPT) -> list[CheckpointRecord]:
+    """Every ``<result>/imazu/<timestep>.md`` in timestep order (:func:`read_record`)."""
     files = list((result / "imazu").glob("*.md"))
     if not files:
         raise ValueError(f"{result}: no imazu/<timestep>.md records")
-    return sorted((read_record(path) for path in files), key=lambda r: r.timestep)
+    records = (read_record(path, kept_column) for path in files)
+    return sorted(records, key=lambda r: r.timestep)
 
 
 def _thousands(timestep: int) -> str:
@@ -203,6 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--by-validation", action="store_true")
     parser.add_argument("--validation-edges", nargs="+", type=float, default=[0.8, 0.9, 0.95])
     parser.add_argument("--kept-bar", type=int, default=18)
+    parser.add_argument("--sighted", action="store_true",
+                        help="count the cases kept with the turn read from sighting")  # fmt: skip
     args = parser.parse_args(argv)
     labels = args.labels or [str(path) for path in args.results]
     if len(labels) != len(args.results):
@@ -216,7 +226,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.by_travel_time and args.by_validation:
         parser.error("--by-travel-time and --by-validation are two tables: ask for one")
     try:
-        runs = [(label, read_run(path)) for label, path in zip(labels, args.results, strict=True)]
+        column = KEPT_SIGHTED if args.sighted else KEPT
+        runs = [
+            (label, read_run(path, column))
+            for label, path in zip(labels, args.results, strict=True)
+        ]
         if args.by_validation:
             chosen_pairs = []
             for (_, records), path in zip(runs, args.results, strict=True):

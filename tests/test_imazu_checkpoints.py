@@ -177,3 +177,20 @@ def test_a_record_written_before_the_second_reading_is_read_alike(tmp_path) -> N
     out = _script(new, tmp_path / "old", "--labels", "new", "old")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[2:] == ["| new | 7 / 20 |", "| old | 7 / 20 |"]
+
+
+def test_sighted_counts_the_turn_read_from_sighting_and_refuses_an_older_record(tmp_path) -> None:
+    """``--sighted`` reads the column "COLREGs kept, turns from sighting" (the opposite of the
+    first in these records); a record printed before it is refused by name."""
+    new = _run(tmp_path, "new", {96000: (20, 7, 40.0)})
+    out = _script(new, "--sighted", "--labels", "new")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[2:] == ["| new | 15 / 20 |"]  # 22 - 7 cases, by the helper
+    old = tmp_path / "old" / "imazu" / "96000.md"
+    old.parent.mkdir(parents=True)
+    old.write_text((new / "imazu" / "96000.md").read_text().replace(
+        "COLREGs kept, turns from sighting", "something else"))  # fmt: skip
+    out = _script(tmp_path / "old", "--sighted")
+    assert out.returncode != 0
+    message = "96000.md: the case table has no 'COLREGs kept, turns from sighting' column"
+    assert message in out.stderr
