@@ -1,6 +1,7 @@
 """Where the first course alteration of the own ship is made in the Imazu cases: the one the
-rule-14 and rule-15 checks read (:func:`marinenav.encounters.check_target`: the first change of
-more than ``TURN_THRESHOLD`` degrees from the start heading before the closest approach, "turned
+rule-14 and rule-15 checks read (:func:`marinenav.encounters.first_alteration_at`, as
+:func:`~marinenav.encounters.check_target` reads it: the first change of more than
+``TURN_THRESHOLD`` degrees from the start heading before the closest approach, "turned
 to port" when it is to port), with the distance to the nearest target then, and whether any
 target was within the perception range (``ENCOUNTER_RANGE``, 20 m) at that step: an alteration
 made with every target farther off is made blind.
@@ -19,8 +20,9 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+import torch
 
-from marinenav.encounters import TURN_THRESHOLD
+from marinenav.encounters import first_alteration_at
 from marinenav.sim.situation import ENCOUNTER_RANGE
 
 
@@ -35,19 +37,17 @@ def first_alterations(planner: Path, cases: list[int]) -> list[str]:
     recordings = record_episodes(planner_policy(planner), evaluation_set, [c - 1 for c in cases])
     rows = []
     for case, rec in zip(cases, recordings, strict=True):
-        turn = np.degrees(rec.headings[:, 0] - rec.headings[0, 0])
-        turn = (turn + 180.0) % 360.0 - 180.0  # [T + 1] deg from the start heading
         targets = rec.present.copy()
         targets[0] = False  # slot 0 is the own ship
         distance = np.linalg.norm(rec.positions[:, targets] - rec.positions[:, :1], axis=-1)
-        altered = np.nonzero(np.abs(turn) > TURN_THRESHOLD)[0]
-        if len(altered) == 0:
+        found = first_alteration_at(torch.from_numpy(rec.headings[:, 0]))  # the checks' reading
+        if found is None:
             rows.append(f"| {planner} | case {case} | held course | | | |")
             continue
-        k = int(altered[0])
+        k, angle = found
         nearest = float(distance[k].min())
         seen = "seen" if nearest <= ENCOUNTER_RANGE else "blind"
-        rows.append(f"| {planner} | case {case} | {k} | {turn[k]:+.0f} | {nearest:.0f} | {seen} |")
+        rows.append(f"| {planner} | case {case} | {k} | {angle:+.0f} | {nearest:.0f} | {seen} |")
     return rows
 
 

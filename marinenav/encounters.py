@@ -153,13 +153,22 @@ class TargetCheck:
         return out
 
 
-def first_alteration(heading: torch.Tensor) -> float | None:
-    """The first course alteration along headings ``[n]`` rad (clockwise): the first change
-    from ``heading[0]`` of more than :data:`TURN_THRESHOLD`, in degrees (to starboard > 0);
-    ``None`` when the heading never changed that much."""
+def first_alteration_at(heading: torch.Tensor) -> tuple[int, float] | None:
+    """The first course alteration along headings ``[n]`` rad (clockwise): ``(index, degrees)``
+    of the first change from ``heading[0]`` of more than :data:`TURN_THRESHOLD` (to starboard >
+    0); ``None`` when the heading never changed that much."""
     turn = wrap_to_180(torch.rad2deg(heading - heading[0]))  # [n]
     altered = (turn.abs() > TURN_THRESHOLD).nonzero()
-    return float(turn[altered[0, 0]]) if len(altered) else None
+    if not len(altered):
+        return None
+    k = int(altered[0, 0])
+    return k, float(turn[k])
+
+
+def first_alteration(heading: torch.Tensor) -> float | None:
+    """The angle (deg) of :func:`first_alteration_at`; ``None`` when there is none."""
+    found = first_alteration_at(heading)
+    return None if found is None else found[1]
 
 
 def check_target(
@@ -352,6 +361,7 @@ __all__ = [
     "encounter_records",
     "episode_encounters",
     "first_alteration",
+    "first_alteration_at",
     "format_encounters",
     "own_and_targets",
 ]
