@@ -59,24 +59,28 @@ def load(directory: Path) -> dict[str, dict[str, dict]]:
     return out
 
 
-# which reading of the rule-14/15 turn the counts and checks read (--sighted: from sighting)
-READING = {"kept": "kept", "colregs_kept": "colregs_kept", "passed": "passed", "broken": "broken"}
-
-
-def read_sighted() -> None:
-    """Read every count and check from sighting from now on (``--sighted``)."""
-    READING.update(kept="kept_sighted", colregs_kept="colregs_kept_sighted",
-                   passed="passed_sighted", broken="broken_sighted")  # fmt: skip
-
-
-def kept_count(imazu: dict, label: str) -> int:
-    """The Imazu cases kept to the COLREGs, in the reading chosen."""
-    if READING["kept"] not in imazu["colregs"]:
-        raise SystemExit(
-            f"waters_table.py: error: {label}'s Imazu file has no {READING['kept']} "
-            "(written before the turn was read from sighting: evaluate it again)"
-        )
-    return imazu["colregs"][READING["kept"]]
+def read_from_sighting(table: dict[str, dict[str, dict]], labels: list[str]) -> None:
+    """``--sighted``: the Imazu record of each of ``labels`` read with the rule-14/15 turn read
+    from sighting, in place: its count, each episode's verdict and each target's check and what
+    broke it become the second reading's, so every table below reads them; a file written
+    before that reading existed is refused by name."""
+    for label in labels:
+        imazu = table.get(label, {}).get("imazu")
+        if imazu is None:
+            continue
+        if "kept_sighted" not in imazu["colregs"]:
+            raise SystemExit(
+                f"waters_table.py: error: {label}'s Imazu file has no kept_sighted "
+                "(written before the turn was read from sighting: evaluate it again)"
+            )
+        imazu["colregs"]["kept"] = imazu["colregs"]["kept_sighted"]
+        for record in imazu["encounters"]:
+            if record is None:
+                continue
+            record["colregs_kept"] = record["colregs_kept_sighted"]
+            for target in record["targets"]:
+                target["passed"] = target["passed_sighted"]
+                target["broken"] = target["broken_sighted"]
 
 
 def row(label: str, metrics: dict[str, dict]) -> str:
@@ -89,7 +93,7 @@ def row(label: str, metrics: dict[str, dict]) -> str:
     if imazu:
         solved = sum(imazu["episodes"]["success"])
         cells += [f"{solved} / {len(imazu['episodes']['success'])}",
-                  f"{kept_count(imazu, label)} / {imazu['colregs']['episodes']}"]  # fmt: skip
+                  f"{imazu['colregs']['kept']} / {imazu['colregs']['episodes']}"]  # fmt: skip
     else:
         cells += ["-", "-"]
     return f"| {label} | " + " | ".join(cells) + " |"
@@ -100,7 +104,7 @@ def row(label: str, metrics: dict[str, dict]) -> str:
 BARS = (("large", 0.90), ("harbour", 0.80), ("currents4", 0.85), ("solved", 20), ("kept", 18))
 
 
-def bar_values(metrics: dict[str, dict], label: str = "") -> dict[str, float | None]:
+def bar_values(metrics: dict[str, dict]) -> dict[str, float | None]:
     """Per bar of :data:`BARS`, the label's value (``None``: that water was not evaluated)."""
     values: dict[str, float | None] = {}
     for water in WATERS:
@@ -108,14 +112,14 @@ def bar_values(metrics: dict[str, dict], label: str = "") -> dict[str, float | N
         values[water] = sum(m["episodes"]["success"]) / len(m["episodes"]["success"]) if m else None
     imazu = metrics.get("imazu")
     values["solved"] = sum(imazu["episodes"]["success"]) if imazu else None
-    values["kept"] = kept_count(imazu, label) if imazu else None
+    values["kept"] = imazu["colregs"]["kept"] if imazu else None
     return values
 
 
 def bars_row(label: str, metrics: dict[str, dict]) -> tuple[str, bool]:
     """The label's row of ``--bars`` (each bar's value, in bold when it misses) and whether it
     meets every bar."""
-    values, cells, met = bar_values(metrics, label), [], 0
+    values, cells, met = bar_values(metrics), [], 0
     for name, bar in BARS:
         value = values[name]
         if value is None:
@@ -148,9 +152,8 @@ def broken_row(label: str, metrics: dict[str, dict]) -> str:
         for record, time in zip(imazu["encounters"], imazu["episodes"]["time"], strict=True)
         if record
         for t in record["targets"]
-        if t.get(READING["passed"]) is False
+        if t["passed"] is False
     ]
-    kept = f"{kept_count(imazu, label)} / {imazu['colregs']['episodes']}"
     if any("broken" not in t for t, _ in broken):
         return f"| {label} | " + " | ".join("?" for _ in range(len(BROKEN_COLUMNS) + 5)) + " |"
     at_start = [t for t, _ in broken if t["closest_step"] <= EARLY]
@@ -158,9 +161,10 @@ def broken_row(label: str, metrics: dict[str, dict]) -> str:
     at_end = [t for t, last in broken if EARLY < t["closest_step"] == last]
     cells = [str(sum(t["rule"] == rule for t in later)) for rule in ("14", "15")]
     cells.append(str(len(at_start)))
-    cells += [str(sum(t["rule"] == rule and reason in t[READING["broken"]] for t in later))
+    cells += [str(sum(t["rule"] == rule and reason in t["broken"] for t in later))
               for rule, reason in BROKEN_COLUMNS]  # fmt: skip
     cells.append(str(len(at_end)))
+    kept = f"{imazu['colregs']['kept']} / {imazu['colregs']['episodes']}"
     return f"| {label} | {kept} | " + " | ".join(cells) + " |"
 
 
@@ -169,9 +173,6 @@ def case_rows(table: dict[str, dict[str, dict]], labels: list[str]) -> tuple[lis
     solved and kept in k of n, broken checks by rule), and the labels without a file."""
     records = [table[label]["imazu"] for label in labels if "imazu" in table.get(label, {})]
     missing = [label for label in labels if "imazu" not in table.get(label, {})]
-    for label in labels:
-        if "imazu" in table.get(label, {}):
-            kept_count(table[label]["imazu"], label)  # refuses a file without the reading
     if not records:
         return [], missing
     cases = len(records[0]["episodes"]["success"])
@@ -183,12 +184,12 @@ def case_rows(table: dict[str, dict[str, dict]], labels: list[str]) -> tuple[lis
         encounters = "; ".join(f"{t['encounter']} ({t['rule']})" for t in first["targets"]) \
             if first else "-"  # fmt: skip
         solved = sum(bool(r["episodes"]["success"][case]) for r in records)
-        kept = sum(bool((r["encounters"][case] or {}).get(READING["colregs_kept"]))
+        kept = sum(bool(r["encounters"][case] and r["encounters"][case].get("colregs_kept"))
                    for r in records)  # fmt: skip
         broken: dict[str, int] = {}
         for r in records:
             for target in (r["encounters"][case] or {}).get("targets", []):
-                if target[READING["passed"]] is False:
+                if target["passed"] is False:
                     broken[target["rule"]] = broken.get(target["rule"], 0) + 1
         named = ", ".join(f"rule {rule}: {n}" for rule, n in sorted(broken.items())) or "-"
         rows.append(f"| case {case + 1} | {encounters} | {solved} of {len(records)} "
@@ -209,9 +210,9 @@ def main() -> None:
     parser.add_argument("--sighted", action="store_true",
                         help="the COLREGs counts with the turn read from sighting")  # fmt: skip
     args = parser.parse_args()
-    if args.sighted:
-        read_sighted()
     table = load(args.directory)
+    if args.sighted:
+        read_from_sighting(table, args.labels or sorted(table))
     if args.cases:
         rows, missing = case_rows(table, args.labels or sorted(table))
         print("| case | targets: encounter (rule) | solved | COLREGs kept | checks broken |")
