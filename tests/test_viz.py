@@ -228,6 +228,40 @@ def test_a_run_that_counted_the_colregs_gets_a_fourth_panel(two_seeds, tmp_path:
         assert image.size == (2000, 450)
 
 
+def test_the_colregs_panel_draws_the_sighted_reading_dashed_where_recorded(
+    two_seeds, tmp_path: Path
+) -> None:
+    """Records with ``eval/colregs_kept_sighted`` (written since 2026-12-01) add, on the COLREGs
+    panel, the seeds' mean of that count as a dashed line beside the first reading's; records
+    without it (an older run) draw the first reading alone."""
+    first, sighted = ([10, 14], [12, 20, 21]), ([4, 9], [6, 11, 12])
+    for run, kept, seen in zip(two_seeds, first, sighted, strict=True):
+        lines = (run / "evaluations.jsonl").read_text().splitlines()
+        records = [json.loads(line) | {"eval/colregs_kept": k, "eval/colregs_kept_sighted": s}
+                   for line, k, s in zip(lines, kept, seen, strict=True)]  # fmt: skip
+        (run / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    curves = aggregate(load_runs(two_seeds))
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    panel = draw_learning_curves(fig, curves)[3]
+    solid, dashed = panel.lines
+    np.testing.assert_allclose(solid.get_ydata(), [11.0, 17.0])
+    np.testing.assert_allclose(dashed.get_ydata(), [5.0, 10.0])
+    assert solid.get_linestyle() == "-" and dashed.get_linestyle() == "--"
+    assert solid.get_color() == dashed.get_color()
+
+    for run in two_seeds:  # the same runs recorded before the second reading
+        lines = (run / "evaluations.jsonl").read_text().splitlines()
+        records = [json.loads(line) for line in lines]
+        for record in records:
+            del record["eval/colregs_kept_sighted"]
+        (run / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    panel = draw_learning_curves(fig, aggregate(load_runs(two_seeds)))[3]
+    assert len(panel.lines) == 1 and not panel.texts
+
+
 def viz(*args: str) -> subprocess.CompletedProcess:
     return python_program("-m marinenav.viz", *args)
 

@@ -2,7 +2,9 @@
 
 Each run directory holds ``evaluations.jsonl``, one line per evaluation round on the fixed set
 (``timestep``, ``eval/return``, ``eval/success_rate``, ``eval/travel_time``, ``eval/energy``,
-and ``eval/colregs_kept`` where the set holds encounter episodes: a fourth panel).
+and ``eval/colregs_kept`` where the set holds encounter episodes: a fourth panel, with
+``eval/colregs_kept_sighted``, the count with the turn read from sighting, dashed beside it
+where the records have it).
 Runs sharing a label (by default the agent's name: seeds of one agent) are averaged per
 evaluation timestep: the mean and its standard error ``std / sqrt(n)`` over the runs (``std``
 with ``ddof=0``, as the original's ``np.std``).
@@ -29,8 +31,10 @@ from matplotlib.figure import Figure
 from marinenav.files import save_figure
 from marinenav.run_files import EVALUATIONS_NAME, run_config
 
-# the eval/ keys of a round; colregs_kept only where the set holds encounter episodes (NaN else)
-METRICS = ("return", "success_rate", "travel_time", "energy", "colregs_kept")
+# the eval/ keys of a round; colregs_kept only where the set holds encounter episodes (NaN else),
+# colregs_kept_sighted (the turn read from sighting) only in records written since 2026-12-01
+METRICS = ("return", "success_rate", "travel_time", "energy", "colregs_kept",
+           "colregs_kept_sighted")  # fmt: skip
 NUM_STAGES = 6  # the paper's curriculum
 STAGE_METRICS = tuple(f"success_rate_stage{s}" for s in range(NUM_STAGES))  # NaN where absent
 PANELS = (
@@ -52,7 +56,8 @@ class RunCurves:
         values: metric name (:data:`METRICS`) -> ``[K]`` values: mean discounted return over
             the episodes, success rate in [0, 1], travel time (s) and thrust energy of the
             successful episodes (NaN where none succeeded), and the encounter episodes that
-            kept the COLREGs (NaN where the set has none).
+            kept the COLREGs, the turn read from the start and from sighting (NaN where the set
+            has none, or the record predates the second reading).
     """
 
     run_dir: Path
@@ -186,15 +191,33 @@ def has_colregs(curves: dict[str, dict[str, np.ndarray]]) -> bool:
     return any(np.isfinite(c["colregs_kept_mean"]).any() for c in curves.values())
 
 
+def draw_sighted_reading(ax: Axes, curves: dict[str, dict[str, np.ndarray]]) -> bool:
+    """On the COLREGs panel ``ax``, per label whose records have it, the mean count kept with
+    the turn read from sighting (``colregs_kept_sighted``) as a dashed line in the label's
+    colour, no band; returns whether any was drawn."""
+    drawn = False
+    for i, curve in enumerate(curves.values()):
+        mean = curve["colregs_kept_sighted_mean"]
+        if np.isfinite(mean).any():
+            ax.plot(curve["timesteps"], mean, "s--", color=f"C{i % 10}", linewidth=1.0,
+                    markersize=2.5)  # fmt: skip
+            drawn = True
+    return drawn
+
+
 def draw_learning_curves(fig: Figure, curves: dict[str, dict[str, np.ndarray]]) -> list[Axes]:
     """Draw the three panels of :data:`PANELS` on ``fig`` from :func:`aggregate`'s output, and
     :data:`COLREGS_PANEL` when some run counted the COLREGs kept: per label a mean line and,
-    with several runs, a shaded mean +- standard error band."""
+    with several runs, a shaded mean +- standard error band; on the COLREGs panel the count
+    with the turn read from sighting dashed beside it (:func:`draw_sighted_reading`)."""
     panels = PANELS + ((COLREGS_PANEL,) if has_colregs(curves) else ())
     axes = fig.subplots(1, len(panels))
     for ax, (metric, title) in zip(axes, panels, strict=True):
         draw_mean_and_band(ax, curves, metric)
         ax.set_title(title)
+        if metric == COLREGS_PANEL[0] and draw_sighted_reading(ax, curves):
+            ax.text(0.02, 0.02, "solid: turn from the start; dashed: from sighting",
+                    transform=ax.transAxes, fontsize="x-small", color="0.3")  # fmt: skip
         if metric == "travel_time" and all(np.isnan(c[f"{metric}_mean"]).all()
                                            for c in curves.values()):  # fmt: skip
             # travel time is measured on successful episodes only: with none there is no
