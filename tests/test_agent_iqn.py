@@ -12,8 +12,11 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from marinenav.agents.base import ReplayOptions
 from marinenav.agents.iqn import IQNAgent, IQNConfig, iqn_target
 from marinenav.agents.quantile import quantile_huber_loss
+from marinenav.training.prioritized import DevicePrioritizedSampler
+from marinenav.training.trainer import Trainer
 from marinenav.training.updater import Updater
 from tests.agent_utils import (
     assert_terminated_do_not_bootstrap,
@@ -22,6 +25,7 @@ from tests.agent_utils import (
     training_batch,
 )
 from tests.learning_utils import random_return, train_briefly
+from tests.run_utils import tiny_config
 
 # ---------------------------------------------------------------- quantile-Huber loss
 
@@ -144,6 +148,40 @@ def test_importance_weights_scale_the_per_sample_losses() -> None:
     weighted = batch.clone().set("_weight", torch.full((16,), 2.5))
     torch.manual_seed(0)
     torch.testing.assert_close(agent.loss_module(weighted)["loss"], 2.5 * plain)
+
+
+def test_replay_is_uniform_by_default_and_prioritized_on_request() -> None:
+    assert IQNAgent().replay_options() == ReplayOptions(prioritized=False, n_step=1)
+    agent = IQNAgent(IQNConfig(prioritized=True, n_step=3, importance_beta=0.6))
+    assert agent.replay_options() == ReplayOptions(prioritized=True, beta=0.6, n_step=3)
+
+
+def test_prioritized_update_returns_priorities_loss_to_the_exponent() -> None:
+    agent = IQNAgent(IQNConfig(prioritized=True, priority_exponent=0.5))
+    updater = Updater(agent)
+    batch = training_batch(32, "discrete", seed=5)
+    torch.manual_seed(3)
+    expected = agent.loss_module(batch)["loss_per_sample"]
+    assert expected.shape == (32,) and (expected > 0).all()
+    torch.manual_seed(3)  # the update draws the same fractions
+    out = updater.update(batch)
+    assert out["priority"].shape == (32,) and not out["priority"].requires_grad
+    torch.testing.assert_close(out["priority"], expected**0.5)
+    torch.testing.assert_close(out["loss_q"], expected.mean())
+
+
+def test_prioritized_training_writes_the_losses_into_the_replay(tmp_path) -> None:
+    """A tiny run with ``agent.prioritized=true``: the learner's replay samples by priority,
+    and after the updates the sampled transitions carry masses other than the initial one."""
+    cfg = tiny_config("agent=iqn", "agent.prioritized=true", "agent.n_step=3")
+    trainer = Trainer(cfg, tmp_path)
+    trainer.train()
+    assert trainer.updates > 0
+    sampler = trainer.learner.replay.sampler
+    assert isinstance(sampler, DevicePrioritizedSampler)
+    filled = sampler.weights[: int(sampler.filled())]
+    assert filled.numel() > 0 and (filled > 0).all()
+    assert filled.unique().numel() > 1  # updated from their losses, not all the initial mass
 
 
 def test_gradient_norm_is_clipped() -> None:

@@ -115,6 +115,8 @@ def test_train_py_refuses_in_that_line_with_status_2_and_no_run_directory(
          "agent.priority_exponent must be in [0, 1], got 2.0"),
         ("rainbow", "agent.importance_beta=-1",
          "agent.importance_beta must be in [0, 1], got -1.0"),
+        ("iqn", "agent.priority_exponent=1.5",
+         "agent.priority_exponent must be in [0, 1], got 1.5"),
         ("mappo", "agent.clip_epsilon=0", "agent.clip_epsilon must be positive, got 0.0"),
         ("mappo", "agent.entropy_coeff=-0.01",
          "agent.entropy_coeff must not be negative, got -0.01"),

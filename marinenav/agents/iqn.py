@@ -26,6 +26,9 @@ next action ``a* = argmax_a mean_j Z_target(s', a; tau'_j)`` is chosen once per 
 ``T_j = r + gamma (1 - terminated) Z_target(s', a*; tau'_j)``. Timeouts (truncations) bootstrap,
 unlike the original, which stores them as terminal. ``n_step=n > 1`` (off by default;
 not original): per-robot n-step returns, each target discounted by its transition's ``discount``.
+``prioritized=True`` (off by default; not original): proportional prioritized replay as
+Rainbow's, each transition's priority its quantile-Huber loss to the ``priority_exponent``,
+the loss weighted by the replay's importance weights (exponent ``importance_beta``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from marinenav.agents.base import (
     NStepConfig,
     Objective,
     ParameterGroup,
+    ReplayOptions,
     check_options,
     planner_output,
 )
@@ -66,6 +70,9 @@ class IQNConfig(NStepConfig):
     cvar_alpha: float = 1.0  # act on CVaR_alpha of Z (taus ~ U(0, alpha)); 1: the mean
     # the level of the greedy action while collecting in training; null: cvar_alpha
     collect_cvar_alpha: float | None = None
+    prioritized: bool = False  # proportional prioritized replay (the original: uniform)
+    priority_exponent: float = 0.5  # priorities are loss ** priority_exponent (prioritized)
+    importance_beta: float = 0.4  # importance-sampling exponent of the replay (prioritized)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -73,7 +80,7 @@ class IQNConfig(NStepConfig):
             self,
             counts=("num_tau_train", "num_tau_target", "num_tau_act"),
             positive=("kappa", "cvar_alpha"),
-            unit_interval=("cvar_alpha",),
+            unit_interval=("cvar_alpha", "priority_exponent", "importance_beta"),
         )
         level = self.collect_cvar_alpha
         if level is not None and not 0.0 < level <= 1.0:
@@ -110,7 +117,9 @@ class IQNLoss(LossModule):
 
     ``forward(batch [B])`` draws ``tau [B, num_tau_train]`` and then
     ``tau' [B, num_tau_target]`` from the global torch RNG (in that order) and returns a
-    TensorDict with ``loss`` (0-dim, batch mean, weighted by ``_weight`` when present).
+    TensorDict with ``loss`` (0-dim, batch mean, weighted by ``_weight`` when present) and
+    ``loss_per_sample`` ``[B]`` (detached, unweighted: what a prioritized replay's priorities
+    are made from).
     """
 
     network: ImplicitQuantileNetwork
@@ -163,8 +172,9 @@ class IQNLoss(LossModule):
         tau_next = torch.rand(*shape, self.num_tau_target, **options)
         pred = self.predicted_quantiles(batch, tau)
         target = self.target_quantiles(batch, tau_next)
-        loss = batch_mean(quantile_huber_loss(pred, target, tau, self.kappa), batch)
-        return TensorDict({"loss": loss}, batch_size=[])
+        per_sample = quantile_huber_loss(pred, target, tau, self.kappa)  # [B]
+        loss = batch_mean(per_sample, batch)
+        return TensorDict({"loss": loss, "loss_per_sample": per_sample.detach()}, batch_size=[])
 
 
 class QuantilePlannerCall(nn.Module):
@@ -217,9 +227,23 @@ class IQNAgent(Agent):
         network = ParameterGroup("q", self.network.parameters())
         return (Objective("q", self.q_loss, "loss_q", network),)
 
+    def replay_options(self) -> ReplayOptions:
+        """Uniform (the default) or, with ``prioritized``, proportional prioritized sampling
+        (``q_loss`` reports ``loss ** priority_exponent``); per-robot ``n_step`` returns."""
+        cfg = self.config
+        return ReplayOptions(
+            prioritized=cfg.prioritized, beta=cfg.importance_beta, n_step=cfg.n_step
+        )
+
     def q_loss(self, batch: TensorDictBase) -> TensorDict:
-        """``loss_q``: the quantile-Huber loss (:class:`IQNLoss`; draws the fractions)."""
-        return TensorDict({"loss_q": self.loss_module(batch)["loss"]})
+        """``loss_q``: the quantile-Huber loss (:class:`IQNLoss`; draws the fractions); with
+        ``prioritized``, also ``priority`` ``[B]``: each transition's loss to the
+        ``priority_exponent`` (the learner feeds it to the replay at the batch's ``"index"``)."""
+        losses = self.loss_module(batch)
+        if not self.config.prioritized:
+            return TensorDict({"loss_q": losses["loss"]})
+        priority = losses["loss_per_sample"].clamp(min=0.0).pow(self.config.priority_exponent)
+        return TensorDict({"loss_q": losses["loss"], "priority": priority})
 
     def export_network(self) -> QuantilePlannerCall:
         return QuantilePlannerCall(self.network, self.config.cvar_alpha)
