@@ -23,9 +23,12 @@ from marinenav.agents.rainbow import (
     lower_tail,
     project_distribution,
 )
+from marinenav.training.prioritized import DevicePrioritizedSampler
+from marinenav.training.trainer import Trainer
 from marinenav.training.updater import Updater
 from tests.agent_utils import observation, step_norm_with_plain_sgd, training_batch
 from tests.learning_utils import random_return, train_briefly
+from tests.run_utils import tiny_config
 
 OBS = ("self_state", "objects", "objects_mask")
 
@@ -34,6 +37,35 @@ def test_replay_is_prioritized_with_its_n_step_returns() -> None:
     assert RainbowAgent().replay_options() == ReplayOptions(prioritized=True, beta=0.4, n_step=3)
     agent = RainbowAgent(RainbowConfig(n_step=5, importance_beta=0.6))
     assert agent.replay_options() == ReplayOptions(prioritized=True, beta=0.6, n_step=5)
+
+
+def test_uniform_replay_on_request_reports_no_priorities() -> None:
+    """``prioritized=false`` (not Rainbow): the replay draws uniformly, and the update reports
+    the loss alone (a ``"priority"`` would go to a sampler that has none)."""
+    agent = RainbowAgent(RainbowConfig(prioritized=False))
+    assert agent.replay_options() == ReplayOptions(prioritized=False, beta=0.4, n_step=3)
+    updater = Updater(agent)
+    batch = training_batch(32, "discrete", seed=5)
+    generator = agent.noise_generator(torch.device("cpu"))
+    state = generator.get_state()
+    agent.loss_module.resample_noise(generator)
+    expected = agent.loss_module(batch)["loss_per_sample"]
+    generator.set_state(state)  # the update draws the same noise
+    out = updater.update(batch)
+    assert set(out.keys()) == {"loss_q"}
+    torch.testing.assert_close(out["loss_q"], expected.mean())
+
+
+@pytest.mark.parametrize("prioritized", [True, False])
+def test_a_run_builds_the_replay_the_config_asks_for(prioritized: bool, tmp_path) -> None:
+    """``agent.prioritized`` from the command line: the trainer's learner samples by priority
+    (Rainbow's default) or uniformly, and a tiny run learns either way."""
+    cfg = tiny_config("agent=rainbow", f"agent.prioritized={str(prioritized).lower()}")
+    trainer = Trainer(cfg, tmp_path)
+    trainer.train()
+    assert trainer.updates > 0
+    sampler = trainer.learner.replay.sampler
+    assert isinstance(sampler, DevicePrioritizedSampler) == prioritized
 
 
 def test_noisy_layer_initialisation_and_factorised_noise() -> None:

@@ -43,10 +43,9 @@ from torchrl.objectives import LossModule
 
 from marinenav.agents.base import (
     Agent,
-    NStepConfig,
     Objective,
     ParameterGroup,
-    ReplayOptions,
+    PrioritizedConfig,
     check_options,
     planner_output,
 )
@@ -59,9 +58,10 @@ from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
 
 @dataclass
-class IQNConfig(NStepConfig):
+class IQNConfig(PrioritizedConfig):
     """IQN hyperparameters beyond the shared ones; ``n_step`` (off by default, not the
-    original) selects the trainer's per-robot n-step returns."""
+    original) selects the trainer's per-robot n-step returns, ``prioritized`` (off by default,
+    not the original) a prioritized replay (:class:`PrioritizedConfig`)."""
 
     num_tau_train: int = 8  # quantile fractions of the prediction Z(s, a; tau_i)
     num_tau_target: int = 8  # quantile fractions of the target Z_target(s', a*; tau'_j)
@@ -70,9 +70,6 @@ class IQNConfig(NStepConfig):
     cvar_alpha: float = 1.0  # act on CVaR_alpha of Z (taus ~ U(0, alpha)); 1: the mean
     # the level of the greedy action while collecting in training; null: cvar_alpha
     collect_cvar_alpha: float | None = None
-    prioritized: bool = False  # proportional prioritized replay (the original: uniform)
-    priority_exponent: float = 0.5  # priorities are loss ** priority_exponent (prioritized)
-    importance_beta: float = 0.4  # importance-sampling exponent of the replay (prioritized)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -80,7 +77,7 @@ class IQNConfig(NStepConfig):
             self,
             counts=("num_tau_train", "num_tau_target", "num_tau_act"),
             positive=("kappa", "cvar_alpha"),
-            unit_interval=("cvar_alpha", "priority_exponent", "importance_beta"),
+            unit_interval=("cvar_alpha",),
         )
         level = self.collect_cvar_alpha
         if level is not None and not 0.0 < level <= 1.0:
@@ -227,14 +224,6 @@ class IQNAgent(Agent):
         network = ParameterGroup("q", self.network.parameters())
         return (Objective("q", self.q_loss, "loss_q", network),)
 
-    def replay_options(self) -> ReplayOptions:
-        """Uniform (the default) or, with ``prioritized``, proportional prioritized sampling
-        (``q_loss`` reports ``loss ** priority_exponent``); per-robot ``n_step`` returns."""
-        cfg = self.config
-        return ReplayOptions(
-            prioritized=cfg.prioritized, beta=cfg.importance_beta, n_step=cfg.n_step
-        )
-
     def q_loss(self, batch: TensorDictBase) -> TensorDict:
         """``loss_q``: the quantile-Huber loss (:class:`IQNLoss`; draws the fractions); with
         ``prioritized``, also ``priority`` ``[B]``: each transition's loss to the
@@ -242,7 +231,7 @@ class IQNAgent(Agent):
         losses = self.loss_module(batch)
         if not self.config.prioritized:
             return TensorDict({"loss_q": losses["loss"]})
-        priority = losses["loss_per_sample"].clamp(min=0.0).pow(self.config.priority_exponent)
+        priority = self.config.priorities(losses["loss_per_sample"])
         return TensorDict({"loss_q": losses["loss"], "priority": priority})
 
     def export_network(self) -> QuantilePlannerCall:

@@ -26,7 +26,8 @@ values back to the host, moves tensors to the CPU and has no double-Q choice, so
    dense, deterministic kernel (no scatter, no boolean indexing);
 5. ``loss_i = -sum_z m log p_online(s, a)``; the optimised loss is ``mean_i(w_i loss_i)`` with
    ``w = "_weight"`` ``[B]`` (importance weights; 1 when absent);
-6. new priorities ``loss_i ** priority_exponent`` (detached), reported with the losses under
+6. new priorities ``loss_i ** priority_exponent`` (detached;
+   :meth:`~marinenav.agents.base.PrioritizedConfig.priorities`), reported by the agent under
    ``"priority"`` ``[B]``.
 
 One objective, ``"q"`` (:meth:`RainbowAgent.q_loss`: fresh noise, then the loss; reported as
@@ -45,9 +46,11 @@ Hyperparameters (:class:`RainbowConfig`): 51 atoms, support ``[-75, 50]``, noisy
 ``std_init = 0.05``, ``n = 3``, gamma 0.99, priority exponent 0.5, importance exponent
 ``beta = 0.4`` (fixed; used by the replay sampler), Adam 1e-4, clip 0.5, seed 100.
 
-Replay (:meth:`RainbowAgent.replay_options`: prioritized, ``beta = importance_beta``,
-``n_step``): ``"priority"`` already carries the exponent (``loss ** 0.5``, the original's stored
-mass), so the trainer's replay learner builds the prioritized sampler with ``alpha = 1``
+Replay (``replay_options()``, from the config's
+:class:`~marinenav.agents.base.PrioritizedConfig`: prioritized, ``beta = importance_beta``,
+``n_step``; ``prioritized=False`` draws uniformly, not Rainbow): ``"priority"`` already
+carries the exponent (``loss ** 0.5``, the original's stored mass), so the trainer's replay
+learner builds the prioritized sampler with ``alpha = 1``
 (``DevicePrioritizedSampler(capacity, alpha=1.0, beta=config.importance_beta)``,
 ``marinenav.training.prioritized``); ``alpha=0.5`` there would sample by ``loss ** 0.25``.
 
@@ -85,11 +88,10 @@ from torchrl.objectives import LossModule
 
 from marinenav.agents.base import (
     Agent,
-    AgentConfig,
     Objective,
     ParameterGroup,
     PlannerCall,
-    ReplayOptions,
+    PrioritizedConfig,
     check_options,
     planner_output,
 )
@@ -101,16 +103,16 @@ from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
 
 
 @dataclass
-class RainbowConfig(AgentConfig):
-    """Rainbow's hyperparameters on top of the shared ones."""
+class RainbowConfig(PrioritizedConfig):
+    """Rainbow's hyperparameters on top of the shared ones; its replay is prioritized by default
+    (``prioritized=False``: uniform draws, unit importance weights; not Rainbow)."""
 
     atoms: int = 51  # atoms of the categorical return distribution
     v_min: float = -75.0  # support bounds (the original: -1, 1; see the module docstring)
     v_max: float = 50.0
     noisy_std: float = 0.05  # std_init of the factorised-Gaussian noisy layers
     n_step: int = 3  # n of the n-step returns (default discount gamma ** n_step)
-    priority_exponent: float = 0.5  # priorities are loss ** priority_exponent
-    importance_beta: float = 0.4  # importance-sampling exponent of the replay (fixed)
+    prioritized: bool = True  # proportional prioritized replay (PrioritizedConfig's options)
     cvar_alpha: float = 1.0  # act on CVaR_alpha of the return distribution; 1: the mean
     # the level of the greedy action while collecting in training; null: cvar_alpha
     collect_cvar_alpha: float | None = None
@@ -118,9 +120,8 @@ class RainbowConfig(AgentConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_options(
-            self, counts=("n_step",), finite=("v_min", "v_max"), non_negative=("noisy_std",),
-            positive=("cvar_alpha",),
-            unit_interval=("priority_exponent", "importance_beta", "cvar_alpha"),
+            self, finite=("v_min", "v_max"), non_negative=("noisy_std",),
+            positive=("cvar_alpha",), unit_interval=("cvar_alpha",),
         )  # fmt: skip
         level = self.collect_cvar_alpha
         if level is not None and not 0.0 < level <= 1.0:
@@ -292,8 +293,8 @@ class RainbowLoss(LossModule):
     """Double-Q C51 cross-entropy with importance weights (see the module docstring).
 
     ``forward(batch)`` returns a TensorDict (batch size ``[]``) with ``"loss"`` (0-dim, to be
-    minimised), ``"loss_per_sample"`` ``[B]`` (detached) and ``"priority"`` ``[B]``
-    (``loss_per_sample ** priority_exponent``). It uses the networks' current noise: call
+    minimised) and ``"loss_per_sample"`` ``[B]`` (detached, unweighted: what a prioritized
+    replay's priorities are made of). It uses the networks' current noise: call
     :meth:`resample_noise` first (as :meth:`RainbowAgent.q_loss` does).
     """
 
@@ -301,13 +302,10 @@ class RainbowLoss(LossModule):
     value_network_params: TensorDictParams
     target_value_network_params: TensorDictParams
 
-    def __init__(
-        self, network: RainbowNetwork, *, gamma: float, n_step: int, priority_exponent: float
-    ) -> None:
+    def __init__(self, network: RainbowNetwork, *, gamma: float, n_step: int) -> None:
         super().__init__()
         self.convert_to_functional(network, "value_network", create_target_params=True)
         self.default_discount = float(gamma) ** int(n_step)
-        self.priority_exponent = float(priority_exponent)
         self.v_min, self.v_max = network.v_min, network.v_max
         self.register_buffer("support", network.support.detach().clone())
         self.register_buffer("atom_index", torch.arange(network.atoms))
@@ -355,15 +353,7 @@ class RainbowLoss(LossModule):
             loss = per_sample.mean()
         else:
             loss = (weight.reshape(-1).to(per_sample.dtype) * per_sample).mean()
-        detached = per_sample.detach()
-        return TensorDict(
-            {
-                "loss": loss,
-                "loss_per_sample": detached,
-                "priority": detached.clamp(min=0.0).pow(self.priority_exponent),
-            },
-            batch_size=[],
-        )
+        return TensorDict({"loss": loss, "loss_per_sample": per_sample.detach()}, batch_size=[])
 
 
 class DistributionalSelector(ActionSelector):
@@ -433,21 +423,12 @@ class RainbowAgent(Agent):
             seed=cfg.seed, normalize=cfg.normalize_observations, atoms=cfg.atoms,
             v_min=cfg.v_min, v_max=cfg.v_max, noisy_std=cfg.noisy_std,
         )  # fmt: skip
-        self.loss_module = RainbowLoss(
-            self.network, gamma=cfg.gamma, n_step=cfg.n_step,
-            priority_exponent=cfg.priority_exponent,
-        )  # fmt: skip
+        self.loss_module = RainbowLoss(self.network, gamma=cfg.gamma, n_step=cfg.n_step)
         self.policy = PolicyWrapper(DistributionalSelector(self.network), seed=cfg.seed)
         # the level the agent acts at, and the one its greedy action uses while collecting
         self.policy.set_cvar(cfg.cvar_alpha, exploring=cfg.collect_cvar_alpha)
         self._noise_seed = cfg.seed + 1  # the update noise stream, apart from the policy's
         self._generators: dict[torch.device, torch.Generator] = {}
-
-    def replay_options(self) -> ReplayOptions:
-        """Prioritized (``q_loss`` reports ``loss ** priority_exponent``, so the sampler uses
-        the priorities as they are) with per-robot ``n_step`` returns."""
-        cfg = self.config
-        return ReplayOptions(prioritized=True, beta=cfg.importance_beta, n_step=cfg.n_step)
 
     def noise_generator(self, device: torch.device) -> torch.Generator:
         """The random stream of the update noise on ``device`` (made once per device)."""
@@ -473,11 +454,16 @@ class RainbowAgent(Agent):
         return (Objective("q", self.q_loss, "loss_q", network),)
 
     def q_loss(self, batch: TensorDictBase) -> TensorDict:
-        """Fresh online and target noise (:meth:`noise_generator`), then ``loss_q`` and the new
-        ``priority`` ``[B]`` (:class:`RainbowLoss`)."""
+        """Fresh online and target noise (:meth:`noise_generator`), then ``loss_q``
+        (:class:`RainbowLoss`) and, when ``prioritized``, the new ``priority`` ``[B]``
+        (:meth:`~marinenav.agents.base.PrioritizedConfig.priorities` of the per-transition
+        loss)."""
         self.loss_module.resample_noise(self.noise_generator(self.network.support.device))
         losses = self.loss_module(batch)
-        return TensorDict({"loss_q": losses["loss"], "priority": losses["priority"]})
+        if not self.config.prioritized:
+            return TensorDict({"loss_q": losses["loss"]})
+        priority = self.config.priorities(losses["loss_per_sample"])
+        return TensorDict({"loss_q": losses["loss"], "priority": priority})
 
     def export_network(self) -> PlannerCall:
         """Atom probabilities ``(N, 25, atoms)`` with the mean weights (no noise), of the lower
