@@ -39,21 +39,10 @@ def test_replay_is_prioritized_with_its_n_step_returns() -> None:
     assert agent.replay_options() == ReplayOptions(prioritized=True, beta=0.6, n_step=5)
 
 
-def test_uniform_replay_on_request_reports_no_priorities() -> None:
-    """``prioritized=false`` (not Rainbow): the replay draws uniformly, and the update reports
-    the loss alone (a ``"priority"`` would go to a sampler that has none)."""
+def test_uniform_replay_on_request() -> None:
+    """``prioritized=false`` (not Rainbow): uniform draws, with the n-step returns kept."""
     agent = RainbowAgent(RainbowConfig(prioritized=False))
     assert agent.replay_options() == ReplayOptions(prioritized=False, beta=0.4, n_step=3)
-    updater = Updater(agent)
-    batch = training_batch(32, "discrete", seed=5)
-    generator = agent.noise_generator(torch.device("cpu"))
-    state = generator.get_state()
-    agent.loss_module.resample_noise(generator)
-    expected = agent.loss_module(batch)["loss_per_sample"]
-    generator.set_state(state)  # the update draws the same noise
-    out = updater.update(batch)
-    assert set(out.keys()) == {"loss_q"}
-    torch.testing.assert_close(out["loss_q"], expected.mean())
 
 
 @pytest.mark.parametrize("prioritized", [True, False])
@@ -249,8 +238,11 @@ def test_importance_weights_weight_the_mean() -> None:
         torch.testing.assert_close(a, b)
 
 
-def test_update_returns_priorities_loss_to_the_exponent() -> None:
-    agent, updater = perturbed_agent(priority_exponent=0.5)
+@pytest.mark.parametrize("prioritized", [True, False])
+def test_update_returns_priorities_loss_to_the_exponent(prioritized: bool) -> None:
+    """Prioritized, the update reports each transition's loss to the exponent; uniform, the
+    loss alone (a ``"priority"`` would go to a sampler that has none)."""
+    agent, updater = perturbed_agent(priority_exponent=0.5, prioritized=prioritized)
     batch = training_batch(32, "discrete", seed=5)
     generator = agent.noise_generator(torch.device("cpu"))
     state = generator.get_state()
@@ -258,10 +250,13 @@ def test_update_returns_priorities_loss_to_the_exponent() -> None:
     expected = agent.loss_module(batch)["loss_per_sample"]
     generator.set_state(state)  # the update draws the same noise
     out = updater.update(batch)
-    assert out["priority"].shape == (32,) and not out["priority"].requires_grad
-    torch.testing.assert_close(out["priority"], expected**0.5)
     torch.testing.assert_close(out["loss_q"], expected.mean())
     assert out["loss_q"].shape == ()
+    if not prioritized:
+        assert set(out.keys()) == {"loss_q"}
+        return
+    assert out["priority"].shape == (32,) and not out["priority"].requires_grad
+    torch.testing.assert_close(out["priority"], expected**0.5)
 
 
 def test_target_copy_takes_the_parameters_and_leaves_the_noise() -> None:
