@@ -404,8 +404,9 @@ def _planner_support(v_min: float, v_max: float, atoms: int, dtype: torch.dtype)
 
 class RainbowAgent(Agent):
     """Rainbow: one objective, ``"q"`` (:meth:`q_loss`: resample the online and target noise,
-    the C51 loss), reporting ``{"loss_q": 0-dim, "priority": [B]}`` (the learner feeds
-    ``priority`` to the prioritized replay at the batch's ``"index"``)."""
+    the C51 loss), reporting ``{"loss_q": 0-dim, "priority": [B]}`` (``priority`` only with
+    ``prioritized``, the default; the learner feeds it to the prioritized replay at the batch's
+    ``"index"``)."""
 
     name = "rainbow"
     action_kind = "discrete"
