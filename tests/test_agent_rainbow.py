@@ -45,6 +45,30 @@ def test_uniform_replay_on_request() -> None:
     assert agent.replay_options() == ReplayOptions(prioritized=False, beta=0.4, n_step=3)
 
 
+def test_without_noise_every_call_uses_the_mean_weights() -> None:
+    """``noisy=false`` (an ablation): noisy calls equal the mean-weight call, and an update
+    leaves the ``sigma`` parameters without a gradient, at their initial values."""
+    agent = RainbowAgent(RainbowConfig(noisy=False))
+    network = agent.network
+    obs = tuple(observation(8, torch.Generator().manual_seed(3)).values())
+    network.reset_noise(torch.Generator().manual_seed(1))
+    torch.testing.assert_close(network(*obs, noise=True), network(*obs, noise=False))
+    sigmas = {n: p.detach().clone() for n, p in network.named_parameters() if "sigma" in n}
+    assert sigmas and all((v > 0).any() for v in sigmas.values())  # std_init 0.05: not zero
+    updater = Updater(agent)
+    for seed in range(3):
+        updater.update(training_batch(32, "discrete", seed=seed))
+    for name, param in network.named_parameters():
+        if "sigma" in name:
+            assert param.grad is None
+            torch.testing.assert_close(param.detach(), sigmas[name])
+        elif "mu" in name:
+            assert param.grad is not None
+    noisy = RainbowAgent(RainbowConfig()).network  # the default: the noise changes the output
+    noisy.reset_noise(torch.Generator().manual_seed(1))
+    assert not torch.allclose(noisy(*obs, noise=True), noisy(*obs, noise=False))
+
+
 @pytest.mark.parametrize("prioritized", [True, False])
 def test_a_run_builds_the_replay_the_config_asks_for(prioritized: bool, tmp_path) -> None:
     """``agent.prioritized`` from the command line: the trainer's learner samples by priority

@@ -54,6 +54,10 @@ learner builds the prioritized sampler with ``alpha = 1``
 (``DevicePrioritizedSampler(capacity, alpha=1.0, beta=config.importance_beta)``,
 ``marinenav.training.prioritized``); ``alpha=0.5`` there would sample by ``loss ** 0.25``.
 
+Two ablations, off by default (not Rainbow): ``prioritized=False`` draws the replay uniformly;
+``noisy=False`` uses the noisy streams' mean weights on every call (no parameter noise: the
+policy's epsilon-greedy is the only exploration).
+
 Deviations from the original (standard Rainbow instead of its quirks; docs/training.md,
 "Deviations from the original trainer and agents"):
 
@@ -111,6 +115,7 @@ class RainbowConfig(PrioritizedConfig):
     v_min: float = -75.0  # support bounds (the original: -1, 1; see the module docstring)
     v_max: float = 50.0
     noisy_std: float = 0.05  # std_init of the factorised-Gaussian noisy layers
+    noisy: bool = True  # False: the streams' mean weights alone (epsilon-greedy exploration only)
     n_step: int = 3  # n of the n-step returns (default discount gamma ** n_step)
     prioritized: bool = True  # proportional prioritized replay (PrioritizedConfig's options)
     cvar_alpha: float = 1.0  # act on CVaR_alpha of the return distribution; 1: the mean
@@ -196,6 +201,9 @@ class RainbowNetwork(nn.Module):
         normalize: scale the observation inputs (see ``ObservationEncoder``).
         atoms, v_min, v_max: the support ``z = linspace(v_min, v_max, atoms)`` (a buffer).
         noisy_std: ``std_init`` of the noisy layers.
+        noisy: ``False`` uses the streams' mean weights on every call, whatever ``noise`` asks
+            (an ablation, not Rainbow: the ``sigma`` parameters exist, get no gradient and
+            stay at their initial values; exploration is the policy's epsilon-greedy alone).
     """
 
     def __init__(
@@ -206,11 +214,13 @@ class RainbowNetwork(nn.Module):
         v_min: float = -75.0,
         v_max: float = 50.0,
         noisy_std: float = 0.05,
+        noisy: bool = True,
     ) -> None:
         super().__init__()
         if atoms < 2 or not v_max > v_min:
             raise ValueError("need atoms >= 2 and v_max > v_min")
         self.atoms = atoms
+        self.noisy = bool(noisy)
         self.v_min, self.v_max = float(v_min), float(v_max)
         with seeded(seed):
             self.encoder = ObservationEncoder(normalize)
@@ -228,7 +238,9 @@ class RainbowNetwork(nn.Module):
         noise: bool | None = None,
     ) -> torch.Tensor:
         """Log-probabilities ``[..., 25, atoms]`` of the return distribution of every action
-        (``noise``: see :class:`NoisyLinear`)."""
+        (``noise``: see :class:`NoisyLinear`; never with ``noisy=False``)."""
+        if not self.noisy:
+            noise = False
         features = self.encoder(self_state, objects, objects_mask)
         value = self.value(features, noise).unsqueeze(-2)  # [..., 1, atoms]
         advantage = self.advantage(features, noise)
@@ -422,7 +434,7 @@ class RainbowAgent(Agent):
         cfg = self.config
         self.network = RainbowNetwork(
             seed=cfg.seed, normalize=cfg.normalize_observations, atoms=cfg.atoms,
-            v_min=cfg.v_min, v_max=cfg.v_max, noisy_std=cfg.noisy_std,
+            v_min=cfg.v_min, v_max=cfg.v_max, noisy_std=cfg.noisy_std, noisy=cfg.noisy,
         )  # fmt: skip
         self.loss_module = RainbowLoss(self.network, gamma=cfg.gamma, n_step=cfg.n_step)
         self.policy = PolicyWrapper(DistributionalSelector(self.network), seed=cfg.seed)
