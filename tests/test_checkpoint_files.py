@@ -112,3 +112,22 @@ def test_a_checkpoint_in_the_older_layout_resumes_to_the_same_end(tmp_path: Path
         first.agent.state_dict().items(), second.agent.state_dict().items(), strict=True
     ):
         assert torch.equal(a, b), name
+
+
+def test_a_checkpoint_from_before_an_agent_option_existed_loads_and_resumes(tmp_path: Path) -> None:
+    """A Rainbow checkpoint whose config has no ``agent.prioritized`` / ``agent.noisy`` (written
+    before those options): the key it lacks is not compared on resume, and loading it for
+    evaluation or export builds the agent with the options' defaults."""
+    run = tmp_path / "run"
+    Trainer(tiny_config("agent=rainbow", "training.total_timesteps=80"), run).train()
+    state = torch.load(run / "checkpoint.pt", weights_only=False)
+    for key in ("prioritized", "noisy"):
+        del state["config"]["agent"][key]
+    torch.save(state, run / "checkpoint.pt")
+    agent, config = load_agent(run / "checkpoint.pt")
+    assert "prioritized" not in config["agent"]
+    assert agent.config.prioritized and agent.config.noisy  # the defaults: Rainbow as it was
+    resumed = Trainer(tiny_config("agent=rainbow", "resume=true"), run)
+    assert resumed.timesteps == 80
+    resumed.train()
+    assert resumed.timesteps == 160
