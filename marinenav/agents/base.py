@@ -111,10 +111,12 @@ def check_options(
     non_negative: tuple[str, ...] = (),
     finite: tuple[str, ...] = (),
     counts: tuple[str, ...] = (),
+    optional_levels: tuple[str, ...] = (),
 ) -> None:
     """Range checks of an agent config's fields, run when the config is built (start-up, never
     in the hot path): ``unit_interval`` in [0, 1]; ``positive`` (> 0), ``non_negative`` (>= 0)
-    and ``finite`` numbers finite; ``counts`` integers >= 1. NaN fails every check. Raises
+    and ``finite`` numbers finite; ``counts`` integers >= 1; ``optional_levels`` (a CVaR level
+    that may be unset) in (0, 1] or ``None``. NaN fails every check. Raises
     ``ValueError("agent.<key> must be ..., got <value>")``, the key as the run config spells
     it."""
 
@@ -136,6 +138,10 @@ def check_options(
     for key in counts:
         if not getattr(config, key) >= 1:
             refuse(key, "must be at least 1")
+    for key in optional_levels:
+        level = getattr(config, key)
+        if level is not None and not 0.0 < level <= 1.0:
+            refuse(key, "must be in (0, 1] or null")
 
 
 def cudagraph_refusal(agent: type[Agent], device: torch.device | str | None) -> str | None:

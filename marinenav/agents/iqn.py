@@ -78,10 +78,8 @@ class IQNConfig(PrioritizedConfig):
             counts=("num_tau_train", "num_tau_target", "num_tau_act"),
             positive=("kappa", "cvar_alpha"),
             unit_interval=("cvar_alpha",),
+            optional_levels=("collect_cvar_alpha",),
         )
-        level = self.collect_cvar_alpha
-        if level is not None and not 0.0 < level <= 1.0:
-            raise ValueError(f"agent.collect_cvar_alpha must be in (0, 1] or null, got {level}")
 
 
 def iqn_target(

@@ -127,10 +127,8 @@ class RainbowConfig(PrioritizedConfig):
         check_options(
             self, finite=("v_min", "v_max"), non_negative=("noisy_std",),
             positive=("cvar_alpha",), unit_interval=("cvar_alpha",),
+            optional_levels=("collect_cvar_alpha",),
         )  # fmt: skip
-        level = self.collect_cvar_alpha
-        if level is not None and not 0.0 < level <= 1.0:
-            raise ValueError(f"agent.collect_cvar_alpha must be in (0, 1] or null, got {level}")
         if self.atoms < 2:
             raise ValueError(f"agent.atoms must be at least 2, got {self.atoms}")
         if not self.v_max > self.v_min:
