@@ -253,6 +253,99 @@ def test_collection_can_act_at_its_own_level() -> None:
     assert "policy.cvar" in keys and "policy.explore_cvar" not in keys
 
 
+def _noise(network) -> list[torch.Tensor]:
+    """Every noise buffer of the network's noisy layers, copied."""
+    return [b.clone() for n, b in network.named_buffers() if "epsilon" in n]
+
+
+def test_the_default_head_is_plain_and_its_update_draws_no_noise() -> None:
+    """``noisy`` off (the default, the original's network): no noisy layer, and the update's
+    noise step draws nothing, so the default's random numbers are those it always drew."""
+    agent = IQNAgent()
+    assert not agent.network.noisy and not _noise(agent.network)
+    torch.manual_seed(4)
+    agent.loss_module.resample_noise()
+    after = torch.rand(3)
+    torch.manual_seed(4)
+    assert torch.equal(after, torch.rand(3))
+
+
+def test_a_noisy_head_explores_on_fresh_noise_and_acts_on_the_mean_otherwise() -> None:
+    """``agent.noisy=true``: the head's three layers are noisy (122,594 parameters against
+    69,961); an exploring call draws fresh noise from the policy's stream (one sample for the
+    batch), then the fractions, and acts greedily on the noisy weights; evaluation and the
+    exported planner use the mean weights and leave the noise alone."""
+    agent = IQNAgent(IQNConfig(noisy=True, seed=3))
+    network, policy = agent.network, agent.policy
+    assert sum(p.numel() for p in network.parameters()) == 122_594
+    td = robot_observations(3, 4, seed=5)
+    group = td["agents"]
+    obs = (group["self_state"].reshape(12, -1), group["objects"].reshape(12, 5, 5),
+           group["objects_mask"].reshape(12, 5))  # fmt: skip
+
+    def act(exploring: bool) -> torch.Tensor:
+        policy.train(exploring)
+        policy.set_seed(policy.seed)
+        return policy(td.clone())["agents", "action"].reshape(12)
+
+    before = _noise(network)
+    explored = act(exploring=True)
+    drawn = _noise(network)
+    assert not any(torch.equal(a, b) for a, b in zip(before, drawn, strict=True))
+    stream = torch.Generator().manual_seed(policy.seed)
+    replay = IQNAgent(IQNConfig(noisy=True, seed=3)).network
+    replay.reset_noise(stream)
+    tau = torch.rand(12, 32, generator=stream)
+    with torch.no_grad():
+        assert torch.equal(explored, replay(*obs, tau, noise=True).mean(dim=-2).argmax(dim=-1))
+    greedy = act(exploring=False)
+    assert all(torch.equal(a, b) for a, b in zip(drawn, _noise(network), strict=True))
+    tau = torch.rand(12, 32, generator=torch.Generator().manual_seed(policy.seed))
+    with torch.no_grad():
+        mean_weights = network(*obs, tau, noise=False)
+        planner = agent.export_network()(obs, tau)
+        assert not torch.allclose(mean_weights, network(*obs, tau, noise=True))
+    torch.testing.assert_close(planner, mean_weights)
+    assert torch.equal(greedy, mean_weights.mean(dim=-2).argmax(dim=-1))
+
+
+def test_a_noisy_update_resamples_both_networks_noise_and_trains_sigma() -> None:
+    """Every update draws fresh online and target noise (from the global stream, before the
+    fractions) and gives the ``sigma`` parameters a gradient."""
+    agent = IQNAgent(IQNConfig(noisy=True))
+    updater = Updater(agent)
+    sigmas = {n: p.detach().clone() for n, p in agent.network.named_parameters() if "sigma" in n}
+    online = _noise(agent.network)
+    target = [v.clone() for k, v in agent.loss_module.target_network_params.items(True, True)
+              if "epsilon" in k[-1]]  # fmt: skip
+    assert len(sigmas) == 6 and len(online) == len(target) == 6
+    for seed in range(3):
+        updater.update(training_batch(32, "discrete", seed=seed))
+    new_online = _noise(agent.network)
+    new_target = [v for k, v in agent.loss_module.target_network_params.items(True, True)
+                  if "epsilon" in k[-1]]  # fmt: skip
+    assert not any(torch.equal(a, b) for a, b in zip(online, new_online, strict=True))
+    assert not any(torch.equal(a, b) for a, b in zip(target, new_target, strict=True))
+    assert not any(torch.equal(a, b) for a, b in zip(new_online, new_target, strict=True))
+    for name, param in agent.network.named_parameters():
+        if "sigma" in name:
+            assert param.grad is not None
+            assert not torch.equal(param.detach(), sigmas[name])
+
+
+def test_a_noisy_run_trains_exports_and_resumes_its_layout(tmp_path) -> None:
+    """``agent=iqn agent.noisy=true`` from the command line: a tiny run trains, and its
+    checkpoint rebuilds the noisy network (and a plain config refuses its weights)."""
+    cfg = tiny_config("agent=iqn", "agent.noisy=true")
+    trainer = Trainer(cfg, tmp_path)
+    trainer.train()
+    assert trainer.updates > 0 and trainer.agent.network.noisy
+    state = trainer.agent.network.state_dict()
+    IQNAgent(IQNConfig(noisy=True)).network.load_state_dict(state)
+    with pytest.raises(RuntimeError, match="weight_mu"):
+        IQNAgent().network.load_state_dict(state)
+
+
 # the long set: a learning check repeated per agent (the default set: ac_iqn, rainbow)
 @pytest.mark.slow
 def test_learns_the_tiny_problem() -> None:

@@ -117,6 +117,7 @@ def test_train_py_refuses_in_that_line_with_status_2_and_no_run_directory(
          "agent.importance_beta must be in [0, 1], got -1.0"),
         ("iqn", "agent.priority_exponent=1.5",
          "agent.priority_exponent must be in [0, 1], got 1.5"),
+        ("iqn", "agent.noisy_std=-0.1", "agent.noisy_std must not be negative, got -0.1"),
         ("mappo", "agent.clip_epsilon=0", "agent.clip_epsilon must be positive, got 0.0"),
         ("mappo", "agent.entropy_coeff=-0.01",
          "agent.entropy_coeff must not be negative, got -0.01"),

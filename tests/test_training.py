@@ -210,7 +210,7 @@ SYNC_FREE_CASES = [
     pytest.param("rainbow", MIXED_AND_PRICED, id="rainbow-mix-priced"),
     pytest.param("rainbow", BEST_MIXED_RECIPE, id="rainbow-best-mixed-recipe"),
     pytest.param("ac_iqn", (), id="ac_iqn"),
-    pytest.param("iqn", ("agent.prioritized=true",), id="iqn-prioritized"),
+    pytest.param("iqn", ("agent.prioritized=true", "agent.noisy=true"), id="iqn-prioritized-noisy"),
 ]
 SYNC_FREE_RUNS = pytest.mark.parametrize(("agent", "extra"), SYNC_FREE_CASES)
 # on the CPU (every operator counted through a Python hook) plain Rainbow is in the long set:

@@ -29,6 +29,11 @@ not original): per-robot n-step returns, each target discounted by its transitio
 ``prioritized=True`` (off by default; not original): proportional prioritized replay as
 Rainbow's, each transition's priority its quantile-Huber loss to the ``priority_exponent``,
 the loss weighted by the replay's importance weights (exponent ``importance_beta``).
+``noisy=True`` (off by default; not original): the head's three layers are factorised-Gaussian
+noisy layers (Rainbow's, ``std_init = noisy_std``, 0.05): exploring actions resample the noise
+from the policy's generator at every call and use the noisy weights (epsilon-greedy stays on
+top), every update resamples the online network's noise and then the target's from the global
+torch RNG (before the fractions), and evaluation and the exported planner use the mean weights.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from marinenav.agents.base import (
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.keys import ACTION, OBJECTS, OBJECTS_MASK, REWARD, SELF_STATE
 from marinenav.policy.networks import ImplicitQuantileNetwork
+from marinenav.policy.noisy import NOISY_STD
 from marinenav.policy.selectors import QuantileSelector
 from marinenav.policy.wrapper import PolicyWrapper
 from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
@@ -70,12 +76,15 @@ class IQNConfig(PrioritizedConfig):
     cvar_alpha: float = 1.0  # act on CVaR_alpha of Z (taus ~ U(0, alpha)); 1: the mean
     # the level of the greedy action while collecting in training; null: cvar_alpha
     collect_cvar_alpha: float | None = None
+    noisy: bool = False  # a noisy head (Rainbow's layers; not the original), see the docstring
+    noisy_std: float = NOISY_STD  # std_init of its noisy layers
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_options(
             self,
             counts=("num_tau_train", "num_tau_target", "num_tau_act"),
+            non_negative=("noisy_std",),
             positive=("kappa", "cvar_alpha"),
             unit_interval=("cvar_alpha",),
             optional_levels=("collect_cvar_alpha",),
@@ -142,7 +151,7 @@ class IQNLoss(LossModule):
         online parameters are the network's own (``network_params`` holds the same tensors), so
         the network is called as it is."""
         quantiles = self.network(
-            batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK], tau
+            batch[SELF_STATE], batch[OBJECTS], batch[OBJECTS_MASK], tau, noise=True
         )  # [B, N, 25]
         action = batch[ACTION].view(-1, 1, 1).expand(-1, tau.shape[-1], 1)
         return quantiles.gather(-1, action).squeeze(-1)
@@ -156,9 +165,19 @@ class IQNLoss(LossModule):
             self.target_network_params.to_module(self.network, preserve_module_state=False),
         ):
             quantiles = self.network(
-                nxt[SELF_STATE], nxt[OBJECTS], nxt[OBJECTS_MASK], tau_next
+                nxt[SELF_STATE], nxt[OBJECTS], nxt[OBJECTS_MASK], tau_next, noise=True
             )  # [B, N', 25]
         return iqn_target(quantiles, nxt[REWARD], bootstrap_factor(batch, self.gamma))
+
+    @torch.no_grad()
+    def resample_noise(self) -> None:
+        """A noisy head's fresh noise from the global torch RNG, the online network's, then the
+        target's (nothing, and no draw, with a plain head)."""
+        if not self.network.noisy:
+            return
+        self.network.reset_noise()
+        with self.target_network_params.to_module(self.network):
+            self.network.reset_noise()
 
     def forward(self, batch: TensorDictBase) -> TensorDict:
         reward = batch["next", REWARD]
@@ -189,7 +208,7 @@ class QuantilePlannerCall(nn.Module):
     ) -> torch.Tensor:
         self_state, object_states, object_masks = x
         taus = taus * self.cvar_alpha.to(taus.dtype)
-        return self.network(self_state, object_states, object_masks, taus)
+        return self.network(self_state, object_states, object_masks, taus, noise=False)
 
 
 class IQNAgent(Agent):
@@ -206,7 +225,10 @@ class IQNAgent(Agent):
     def __init__(self, config: IQNConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        self.network = ImplicitQuantileNetwork(seed=cfg.seed, normalize=cfg.normalize_observations)
+        self.network = ImplicitQuantileNetwork(
+            seed=cfg.seed, normalize=cfg.normalize_observations,
+            noisy_std=cfg.noisy_std if cfg.noisy else None,
+        )  # fmt: skip
         self.loss_module = IQNLoss(
             self.network, gamma=cfg.gamma, num_tau_train=cfg.num_tau_train,
             num_tau_target=cfg.num_tau_target, kappa=cfg.kappa,
@@ -223,9 +245,11 @@ class IQNAgent(Agent):
         return (Objective("q", self.q_loss, "loss_q", network),)
 
     def q_loss(self, batch: TensorDictBase) -> TensorDict:
-        """``loss_q``: the quantile-Huber loss (:class:`IQNLoss`; draws the fractions); with
+        """``loss_q``: the quantile-Huber loss (:class:`IQNLoss`; draws a noisy head's noise,
+        then the fractions); with
         ``prioritized``, also ``priority`` ``[B]``: each transition's loss to the
         ``priority_exponent`` (the learner feeds it to the replay at the batch's ``"index"``)."""
+        self.loss_module.resample_noise()
         losses = self.loss_module(batch)
         if not self.config.prioritized:
             return TensorDict({"loss_q": losses["loss"]})

@@ -7,9 +7,9 @@ Network (:class:`RainbowNetwork`, 540,428 trainable parameters counting noisy ``
 stream ``Noisy(256, 128)`` + ReLU, ``Noisy(128, 128)`` + ReLU, ``Noisy(128, 25 * atoms)``;
 ``q = v + a - mean_a(a)`` per atom, log-softmax over the atoms: ``[..., 25, atoms]``.
 
-Noisy layers are TorchRL's ``NoisyLinear`` (initialised with
-``mu ~ U(+-1/sqrt(in))``, ``sigma_w = std/sqrt(in)``, ``sigma_b = std/sqrt(out)``, factorised noise
-``f(x) = sign(x) sqrt|x|``), subclassed so that the noise is drawn from a given
+Noisy layers are :class:`~marinenav.policy.noisy.NoisyLinear`: TorchRL's ``NoisyLinear``
+(initialised with ``mu ~ U(+-1/sqrt(in))``, ``sigma_w = std/sqrt(in)``, ``sigma_b = std/sqrt(out)``,
+factorised noise ``f(x) = sign(x) sqrt|x|``), subclassed so that the noise is drawn from a given
 ``torch.Generator`` and switched on or off per call (TorchRL's switches on the exploration type).
 
 Loss (:class:`RainbowLoss`, a TorchRL ``LossModule``; TorchRL's ``DistributionalDQNLoss`` reads
@@ -83,11 +83,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictParams
 from torch import nn
-from torchrl.modules import NoisyLinear as TorchRLNoisyLinear
 from torchrl.objectives import LossModule
 
 from marinenav.agents.base import (
@@ -101,6 +99,7 @@ from marinenav.agents.base import (
 )
 from marinenav.keys import ACTION, OBSERVATION_KEYS, REWARD, TERMINATED
 from marinenav.policy.networks import FEATURES, HIDDEN, ObservationEncoder, seeded
+from marinenav.policy.noisy import NOISY_STD, NoisyLinear, NoisyStream, reset_noise
 from marinenav.policy.selectors import ActionSelector
 from marinenav.policy.wrapper import PolicyWrapper
 from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
@@ -114,7 +113,7 @@ class RainbowConfig(PrioritizedConfig):
     atoms: int = 51  # atoms of the categorical return distribution
     v_min: float = -75.0  # support bounds (the original: -1, 1; see the module docstring)
     v_max: float = 50.0
-    noisy_std: float = 0.05  # std_init of the factorised-Gaussian noisy layers
+    noisy_std: float = NOISY_STD  # std_init of the factorised-Gaussian noisy layers
     noisy: bool = True  # False: the streams' mean weights alone (epsilon-greedy exploration only)
     n_step: int = 3  # n of the n-step returns (default discount gamma ** n_step)
     prioritized: bool = True  # proportional prioritized replay (PrioritizedConfig's options)
@@ -137,60 +136,6 @@ class RainbowConfig(PrioritizedConfig):
             )
 
 
-class NoisyLinear(TorchRLNoisyLinear):
-    """TorchRL's factorised-Gaussian ``NoisyLinear`` (same parameters, buffers and
-    initialisation) with the noise drawn from a ``torch.Generator`` and switched per call.
-
-    ``forward(x, noise)``: ``noise=True`` uses ``mu + sigma * eps``, ``False`` the mean weights
-    ``mu``, ``None`` follows the module's training mode.
-    """
-
-    def __init__(self, in_features: int, out_features: int, std_init: float = 0.05) -> None:
-        super().__init__(in_features, out_features, std_init=std_init,
-                         use_exploration_type=False)  # fmt: skip
-
-    @torch.no_grad()
-    def reset_noise(self, generator: torch.Generator | None = None) -> None:
-        """Resample ``eps_w = f(e_out) f(e_in)^T`` and ``eps_b = f(e_out)``,
-        ``f(x) = sign(x) sqrt|x|``, ``e ~ N(0, 1)`` (in-place: the buffers are made once)."""
-        eps_in = self._factor(self.in_features, generator)
-        eps_out = self._factor(self.out_features, generator)
-        self.weight_epsilon.copy_(torch.outer(eps_out, eps_in))
-        self.bias_epsilon.copy_(eps_out)
-
-    def _factor(self, size: int, generator: torch.Generator | None) -> torch.Tensor:
-        x = torch.randn(size, generator=generator, device=self.weight_mu.device,
-                        dtype=self.weight_mu.dtype)  # fmt: skip
-        return x.sign() * x.abs().sqrt()
-
-    def forward(self, x: torch.Tensor, noise: bool | None = None) -> torch.Tensor:
-        if noise is None:
-            noise = self.training
-        if noise:
-            weight = self.weight_mu + self.weight_sigma * self.weight_epsilon
-            bias = self.bias_mu + self.bias_sigma * self.bias_epsilon
-            return F.linear(x, weight, bias)
-        return F.linear(x, self.weight_mu, self.bias_mu)
-
-
-class NoisyStream(nn.Module):
-    """Noisy layers with ReLU between them; ``forward(x, noise)`` passes ``noise`` down."""
-
-    def __init__(self, *sizes: int, std_init: float) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(
-            NoisyLinear(n_in, n_out, std_init)
-            for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True)
-        )
-
-    def forward(self, x: torch.Tensor, noise: bool | None = None) -> torch.Tensor:
-        for i, layer in enumerate(self.layers):
-            x = layer(x, noise)
-            if i < len(self.layers) - 1:
-                x = torch.relu(x)
-        return x
-
-
 class RainbowNetwork(nn.Module):
     """Dueling C51 network with noisy streams: log-probabilities ``[..., 25, atoms]``.
 
@@ -211,7 +156,7 @@ class RainbowNetwork(nn.Module):
         atoms: int = 51,
         v_min: float = -75.0,
         v_max: float = 50.0,
-        noisy_std: float = 0.05,
+        noisy_std: float = NOISY_STD,
         noisy: bool = True,
     ) -> None:
         super().__init__()
@@ -253,9 +198,7 @@ class RainbowNetwork(nn.Module):
     @torch.no_grad()
     def reset_noise(self, generator: torch.Generator | None = None) -> None:
         """Resample the noise of every noisy layer (value stream first, in layer order)."""
-        for module in self.modules():
-            if isinstance(module, NoisyLinear):
-                module.reset_noise(generator)
+        reset_noise(self, generator)
 
 
 def lower_tail(probs: torch.Tensor, level: torch.Tensor | float) -> torch.Tensor:

@@ -13,6 +13,7 @@ import math
 import torch
 from torch import nn
 
+from marinenav.policy.noisy import NoisyStream, reset_noise
 from marinenav.sim.constants import MAX_OBJECTS, NUM_DISCRETE_ACTIONS, OBJECT_DIM, SELF_STATE_DIM
 
 SELF_FEATURES = 56
@@ -115,19 +116,46 @@ class QNetwork(nn.Module):
 
 class ImplicitQuantileNetwork(nn.Module):
     """IQN: trunk times the cosine embedding of ``tau``, two hidden layers, 25 quantile
-    values per ``tau``. 69,961 parameters."""
+    values per ``tau``. 69,961 parameters.
 
-    def __init__(self, seed: int | None = None, normalize: bool = False) -> None:
+    ``noisy_std`` (default ``None``: plain ``Linear`` layers, the original) makes the head's
+    three layers factorised-Gaussian noisy layers of that ``std_init``
+    (:class:`~marinenav.policy.noisy.NoisyStream`, as Rainbow's streams; 122,594 parameters,
+    ``mu`` and ``sigma``); the encoder and the embedding stay plain.
+    """
+
+    def __init__(
+        self, seed: int | None = None, normalize: bool = False, noisy_std: float | None = None
+    ) -> None:
         super().__init__()
+        self.noisy = noisy_std is not None
         with seeded(seed):
             self.encoder = ObservationEncoder(normalize)
             self.embedding = CosineEmbedding()
-            self.head = mlp(FEATURES, HIDDEN, HIDDEN, NUM_DISCRETE_ACTIONS)
+            if noisy_std is None:
+                self.head = mlp(FEATURES, HIDDEN, HIDDEN, NUM_DISCRETE_ACTIONS)
+            else:
+                self.head = NoisyStream(
+                    FEATURES, HIDDEN, HIDDEN, NUM_DISCRETE_ACTIONS, std_init=noisy_std
+                )
 
-    def forward(self, self_state, objects, objects_mask, tau: torch.Tensor) -> torch.Tensor:
-        """Quantiles ``[..., n, 25]`` at ``tau [..., n]``."""
+    def forward(
+        self, self_state, objects, objects_mask, tau: torch.Tensor, noise: bool | None = None
+    ) -> torch.Tensor:
+        """Quantiles ``[..., n, 25]`` at ``tau [..., n]``; ``noise`` (a noisy head only; see
+        :class:`~marinenav.policy.noisy.NoisyLinear`): ``True`` the current noise sample,
+        ``False`` the mean weights, ``None`` the module's training mode."""
         features = self.encoder(self_state, objects, objects_mask).unsqueeze(-2)
-        return self.head(features * self.embedding(tau))
+        embedded = features * self.embedding(tau)
+        if self.noisy:
+            return self.head(embedded, noise)
+        return self.head(embedded)
+
+    @torch.no_grad()
+    def reset_noise(self, generator: torch.Generator | None = None) -> None:
+        """Resample the noisy head's noise from ``generator`` (``None``: the global stream);
+        nothing, and no random draw, without one."""
+        reset_noise(self, generator)
 
 
 class DeterministicActor(nn.Module):

@@ -96,7 +96,9 @@ class QuantileSelector(ActionSelector):
     """IQN: ``argmax_a`` of the mean over ``num_tau`` quantiles at ``tau ~ U(0, cvar)``.
 
     ``cvar = 1`` is risk neutral (the original always uses 1); a smaller level averages only the
-    lower tail, a risk-averse choice (CVaR).
+    lower tail, a risk-averse choice (CVaR). A noisy head (``agent.noisy=true``) explores as
+    Rainbow's streams do: exploring, its noise is resampled from ``generator`` at every call (one
+    sample for the whole batch) and the noisy weights are used; otherwise the mean weights.
     """
 
     action_kind = "discrete"
@@ -106,11 +108,17 @@ class QuantileSelector(ActionSelector):
         super().__init__()
         self.network = network
         self.num_tau = num_tau
+        self.noisy = bool(getattr(network, "noisy", False))  # a noisy head: noise per call
 
     def forward(self, self_state, objects, objects_mask, *, explore, cvar, generator):
+        noise = {}
+        if self.noisy:  # one noise sample for the batch, drawn before the fractions
+            if explore:
+                self.network.reset_noise(generator)
+            noise["noise"] = bool(explore)
         n = self_state.shape[0]
         tau = torch.rand((n, self.num_tau), generator=generator, device=self_state.device,
                          dtype=self_state.dtype)  # fmt: skip
         tau = tau * cvar.to(tau.dtype).unsqueeze(-1)
-        quantiles = self.network(self_state, objects, objects_mask, tau)  # [N, K, 25]
+        quantiles = self.network(self_state, objects, objects_mask, tau, **noise)  # [N, K, 25]
         return quantiles.mean(dim=-2).argmax(dim=-1)
