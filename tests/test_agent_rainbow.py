@@ -51,7 +51,9 @@ def test_without_noise_every_call_uses_the_mean_weights() -> None:
     agent = RainbowAgent(RainbowConfig(noisy=False))
     network = agent.network
     obs = tuple(observation(8, torch.Generator().manual_seed(3)).values())
-    network.reset_noise(torch.Generator().manual_seed(1))
+    stream = torch.Generator().manual_seed(1)
+    network.reset_noise(stream)  # draws nothing: the acting and update streams stay as they are
+    assert torch.equal(stream.get_state(), torch.Generator().manual_seed(1).get_state())
     torch.testing.assert_close(network(*obs, noise=True), network(*obs, noise=False))
     sigmas = {n: p.detach().clone() for n, p in network.named_parameters() if "sigma" in n}
     assert sigmas and all((v > 0).any() for v in sigmas.values())  # std_init 0.05: not zero

@@ -56,7 +56,9 @@ learner builds the prioritized sampler with ``alpha = 1``
 
 Two ablations, off by default (not Rainbow): ``prioritized=False`` draws the replay uniformly;
 ``noisy=False`` uses the noisy streams' mean weights on every call (no parameter noise: the
-policy's epsilon-greedy is the only exploration).
+policy's epsilon-greedy is the only exploration) and draws no noise (the runs of docs/results.md,
+trained at 14f1510, still drew it unused; the same command now draws other random numbers after
+the first exploring action).
 
 Deviations from the original (standard Rainbow instead of its quirks; docs/training.md,
 "Deviations from the original trainer and agents"):
@@ -197,8 +199,10 @@ class RainbowNetwork(nn.Module):
 
     @torch.no_grad()
     def reset_noise(self, generator: torch.Generator | None = None) -> None:
-        """Resample the noise of every noisy layer (value stream first, in layer order)."""
-        reset_noise(self, generator)
+        """Resample the noise of every noisy layer (value stream first, in layer order); with
+        ``noisy=False`` nothing, and no random draw (no call uses the noise)."""
+        if self.noisy:
+            reset_noise(self, generator)
 
 
 def lower_tail(probs: torch.Tensor, level: torch.Tensor | float) -> torch.Tensor:
