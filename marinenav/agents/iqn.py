@@ -246,9 +246,9 @@ class IQNAgent(Agent):
 
     def q_loss(self, batch: TensorDictBase) -> TensorDict:
         """``loss_q``: the quantile-Huber loss (:class:`IQNLoss`; draws a noisy head's noise,
-        then the fractions); with
-        ``prioritized``, also ``priority`` ``[B]``: each transition's loss to the
-        ``priority_exponent`` (the learner feeds it to the replay at the batch's ``"index"``)."""
+        then the fractions); with ``prioritized``, also ``priority`` ``[B]``: each transition's
+        loss to the ``priority_exponent`` (the learner feeds it to the replay at the batch's
+        ``"index"``)."""
         self.loss_module.resample_noise()
         losses = self.loss_module(batch)
         if not self.config.prioritized:
