@@ -57,7 +57,7 @@ from marinenav.agents.base import (
 from marinenav.agents.quantile import batch_mean, bootstrap_factor, quantile_huber_loss
 from marinenav.keys import ACTION, OBJECTS, OBJECTS_MASK, REWARD, SELF_STATE
 from marinenav.policy.networks import ImplicitQuantileNetwork
-from marinenav.policy.noisy import NOISY_STD
+from marinenav.policy.noisy import NOISY_STD, reset_online_and_target_noise
 from marinenav.policy.selectors import QuantileSelector
 from marinenav.policy.wrapper import PolicyWrapper
 from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
@@ -173,11 +173,7 @@ class IQNLoss(LossModule):
     def resample_noise(self) -> None:
         """A noisy head's fresh noise from the global torch RNG, the online network's, then the
         target's (nothing, and no draw, with a plain head)."""
-        if not self.network.noisy:
-            return
-        self.network.reset_noise()
-        with self.target_network_params.to_module(self.network):
-            self.network.reset_noise()
+        reset_online_and_target_noise(self.network, self.target_network_params)
 
     def forward(self, batch: TensorDictBase) -> TensorDict:
         reward = batch["next", REWARD]

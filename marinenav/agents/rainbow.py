@@ -101,7 +101,13 @@ from marinenav.agents.base import (
 )
 from marinenav.keys import ACTION, OBSERVATION_KEYS, REWARD, TERMINATED
 from marinenav.policy.networks import FEATURES, HIDDEN, ObservationEncoder, seeded
-from marinenav.policy.noisy import NOISY_STD, NoisyLinear, NoisyStream, reset_noise
+from marinenav.policy.noisy import (
+    NOISY_STD,
+    NoisyLinear,
+    NoisyStream,
+    reset_noise,
+    reset_online_and_target_noise,
+)
 from marinenav.policy.selectors import ActionSelector
 from marinenav.policy.wrapper import PolicyWrapper
 from marinenav.sim.constants import NUM_DISCRETE_ACTIONS
@@ -269,10 +275,11 @@ class RainbowLoss(LossModule):
 
     @torch.no_grad()
     def resample_noise(self, generator: torch.Generator | None = None) -> None:
-        """Fresh noise for the online network, then for the target network."""
-        self.value_network.reset_noise(generator)
-        with self.target_value_network_params.to_module(self.value_network):
-            self.value_network.reset_noise(generator)
+        """Fresh noise for the online network, then for the target network (none with
+        ``noisy=False``)."""
+        reset_online_and_target_noise(
+            self.value_network, self.target_value_network_params, generator
+        )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDict:
         net = self.value_network

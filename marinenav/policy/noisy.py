@@ -10,6 +10,8 @@ switched on or off per call (TorchRL's switches on the exploration type).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -80,4 +82,25 @@ def reset_noise(module: nn.Module, generator: torch.Generator | None = None) -> 
             layer.reset_noise(generator)
 
 
-__all__ = ["NOISY_STD", "NoisyLinear", "NoisyStream", "reset_noise"]
+@torch.no_grad()
+def reset_online_and_target_noise(
+    network: nn.Module, target_params: Any, generator: torch.Generator | None = None
+) -> None:
+    """Fresh noise for a loss's online ``network``, then for its target network
+    (``target_params``: the TorchRL loss's target parameters and buffers, swapped into
+    ``network`` for the draw), from ``generator`` (``None``: the global stream): the order every
+    update draws in. Nothing, and no draw, when ``network.noisy`` is false."""
+    if not network.noisy:
+        return
+    network.reset_noise(generator)
+    with target_params.to_module(network):
+        network.reset_noise(generator)
+
+
+__all__ = [
+    "NOISY_STD",
+    "NoisyLinear",
+    "NoisyStream",
+    "reset_noise",
+    "reset_online_and_target_noise",
+]
