@@ -21,6 +21,11 @@ success rate, not its interval, in open water, the harbour and with 4 vortex cor
 cases solved and kept) and which each meets, then how many labels meet every bar: the "k of n
 seeds" of docs/results.md, computed from the files (a water not evaluated fails its bar).
 
+``--recipes`` prints instead one row per recipe, the labels ``<recipe>_s<seed>`` grouped (a label
+without that ending is no recipe's seed and is left out): its seeds, in how many each bar of
+``--bars`` is met, and in how many every bar is; recipes with fewer than ``--min-seeds`` seeds
+(default 2) are left out. The "k of n seeds" of every setting tried, at a glance.
+
 ``--cases`` prints instead one row per Imazu case over the labels given (the seeds of a
 recipe): its targets' encounters (rule), in how many labels the case was solved and its COLREGs
 kept, and the checks broken there by rule: which situations a recipe never learns, and which
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -131,6 +137,37 @@ def bars_row(label: str, metrics: dict[str, dict]) -> tuple[str, bool]:
     return f"| {label} | " + " | ".join(cells) + f" | {met} of {len(BARS)} |", met == len(BARS)
 
 
+SEED_LABEL = re.compile(r"^(?P<recipe>.+)_s(?P<seed>\d+)$")  # a recipe's run: <recipe>_s<seed>
+
+
+def meets(values: dict[str, float | None], name: str, bar: float) -> bool:
+    """Whether the value of bar ``name`` meets it (a water not evaluated does not)."""
+    return values[name] is not None and values[name] >= bar
+
+
+def recipe_rows(table: dict[str, dict[str, dict]], labels: list[str], min_seeds: int) -> list[str]:
+    """``--recipes``: per recipe (labels ``<recipe>_s<seed>`` grouped, recipes in name order) with
+    at least ``min_seeds`` seeds, its seeds and in how many of them each bar, and every bar, is
+    met."""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for label in labels:
+        match = SEED_LABEL.match(label)
+        if match:
+            groups.setdefault(match["recipe"], []).append((int(match["seed"]), label))
+    rows = []
+    for recipe, runs in sorted(groups.items()):
+        if len(runs) < min_seeds:
+            continue
+        runs.sort()
+        values = [bar_values(table.get(label, {})) for _, label in runs]
+        n = len(values)
+        cells = [f"{sum(meets(v, name, bar) for v in values)} of {n}" for name, bar in BARS]
+        every = sum(all(meets(v, name, bar) for name, bar in BARS) for v in values)
+        seeds = ", ".join(str(seed) for seed, _ in runs)
+        rows.append(f"| {recipe} | {seeds} | " + " | ".join(cells) + f" | {every} of {n} |")
+    return rows
+
+
 EARLY = 5  # steps: a closest approach this early is the start geometry and the first actions
 
 BROKEN_COLUMNS = (
@@ -205,6 +242,10 @@ def main() -> None:
                         help="the Imazu checks broken, by rule and what broke them")  # fmt: skip
     parser.add_argument("--bars", action="store_true",
                         help="the mixed bars per label; how many meet them all")  # fmt: skip
+    parser.add_argument("--recipes", action="store_true",
+                        help="per recipe (<recipe>_s<seed>): bars met in k of n seeds")  # fmt: skip
+    parser.add_argument("--min-seeds", type=int, default=2,
+                        help="--recipes: leave out recipes with fewer seeds")  # fmt: skip
     parser.add_argument("--cases", action="store_true",
                         help="per Imazu case: solved and kept in how many labels")  # fmt: skip
     parser.add_argument("--sighted", action="store_true",
@@ -220,6 +261,12 @@ def main() -> None:
         print("\n".join(rows))
         if missing:
             print(f"\nno Imazu file: {', '.join(missing)}")
+        return
+    if args.recipes:
+        print("| recipe | seeds | open water >= 0.90 | harbour >= 0.80 | 4 vortex cores >= 0.85 "
+              "| Imazu solved >= 20 | COLREGs kept >= 18 | every bar |")
+        print("| --- | --- |" + " ---: |" * (len(BARS) + 1))
+        print("\n".join(recipe_rows(table, args.labels or sorted(table), args.min_seeds)))
         return
     if args.bars:
         print("| planner | open water >= 0.90 | harbour >= 0.80 | 4 vortex cores >= 0.85 "

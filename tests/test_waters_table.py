@@ -108,6 +108,38 @@ def test_the_bars_met_per_label_and_how_many_meet_every_bar(tmp_path: Path) -> N
     assert lines[-1] == "every bar: 1 of 4"
 
 
+def test_the_bars_per_recipe_over_its_seeds(tmp_path: Path) -> None:
+    """``--recipes``: labels ``<recipe>_s<seed>`` grouped, each bar counted over the seeds (a
+    water not evaluated misses its bar), every bar in how many; a recipe of one seed and a label
+    that is no seed's are left out."""
+
+    def run(label: str, large: int, harbour: int, solved: int, kept: int) -> None:
+        _write(tmp_path, label, "large", _rate(large, 100))
+        _write(tmp_path, label, "harbour", _rate(harbour, 100))
+        _write(tmp_path, label, "currents4", _rate(90, 100))
+        imazu = _imazu([[]] * 22, [1.0] * 22, kept=kept)
+        imazu["episodes"]["success"] = [True] * solved + [False] * (22 - solved)
+        _write(tmp_path, label, "imazu", imazu)
+
+    run("mix_s0", 95, 85, 21, 18)  # every bar
+    run("mix_s1", 95, 70, 21, 18)  # the harbour missed
+    run("mix_s10", 89, 85, 19, 17)  # open water, solved and kept missed
+    run("mix_s10_cvar0.5", 99, 99, 22, 22)  # a variant of seed 10, no recipe's seed
+    run("lone_s0", 99, 99, 22, 22)  # one seed only
+    _write(tmp_path, "other_s0", "large", _rate(99, 100))  # the other waters not evaluated
+    _write(tmp_path, "other_s1", "large", _rate(80, 100))
+
+    out = benchmark_py("waters_table.py", tmp_path, "--recipes")
+    assert out.returncode == 0, out.stderr
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in out.stdout.splitlines()[2:]}
+    assert set(rows) == {"mix", "other"}
+    assert rows["mix"] == ["0, 1, 10", "2 of 3", "2 of 3", "3 of 3", "2 of 3", "2 of 3", "1 of 3 |"]
+    assert rows["other"] == ["0, 1", "1 of 2", "0 of 2", "0 of 2", "0 of 2", "0 of 2", "0 of 2 |"]
+    out = benchmark_py("waters_table.py", tmp_path, "--recipes", "--min-seeds", "1")
+    assert "| lone | 0 | 1 of 1 |" in out.stdout
+    assert "cvar" not in out.stdout
+
+
 def test_per_case_counts_over_the_labels(tmp_path: Path) -> None:
     """``--cases``: per Imazu case the first file's encounters, in how many labels it was
     solved and kept, the broken checks by rule; a label without an Imazu file is named."""
