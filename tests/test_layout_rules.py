@@ -1088,3 +1088,50 @@ def test_a_mix_rule_confined_to_parts_acts_in_their_episodes_only() -> None:
 def test_bad_rule_parts_are_refused_in_one_line(rule_parts, message) -> None:
     with pytest.raises(ValueError, match=message):
         make_layout("mix", {**MIX, "cross_ahead_penalty": 0.3, "rule_parts": rule_parts})
+
+
+@pytest.mark.parametrize(
+    ("velocity", "expected"),
+    [((3.0, 0.0), -0.2 * 1.0), ((0.0, -2.5), -0.2 * 0.5), ((1.2, 1.6), 0.0), ((0.0, 0.0), 0.0)],
+)
+def test_the_overspeed_term_by_hand(velocity, expected) -> None:
+    """``overspeed_penalty``: -weight per m/s of speed over the ground above the safe speed,
+    whatever the heading, nothing at or below it (1.2, 1.6 is exactly 2 m/s)."""
+    from marinenav.scenarios.safe_speed import overspeed_penalty
+
+    scenario, events = _two_vessels(0.0, (10.0, 3.0), 0.0)
+    events.velocity = torch.tensor([[list(velocity), [5.0, 0.0]]], dtype=F64)
+    got = overspeed_penalty(scenario, events, weight=0.2, safe_speed=2.0)
+    assert got.shape == (1, 2)
+    assert float(got[0, 0]) == pytest.approx(expected, abs=1e-12)
+    assert float(got[0, 1]) == pytest.approx(-0.2 * 3.0)  # the rule itself does not ask who
+    events.velocity = None
+    with pytest.raises(ValueError, match="needs events.velocity"):
+        overspeed_penalty(scenario, events, 0.2)
+
+
+def test_a_mixs_overspeed_term_in_the_simulator() -> None:
+    """The mix's ``overspeed_penalty`` as the term ``overspeed``: in the Imazu cases an own ship
+    that holds its 1.5 m/s pays nothing, one that races at full thrust pays on every step past
+    the safe speed (2 m/s), and the traffic never pays (reward terms are the policy's)."""
+    mix = {"parts": {"imazu": {"layout": "imazu", "weight": 1.0}}, "overspeed_penalty": 0.2}
+    layout = make_layout("mix", mix)
+    assert layout.rules.term_names[-1] == "overspeed"
+    scenarios = make_layout("imazu").evaluation_scenarios(1, 253, (4, 0, 0))
+    totals = {}
+    for helm, thrust in (("race", 1.0), ("hold", 0.0)):
+        sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+        action = torch.zeros(22, 4, 2, dtype=F64)
+        action[:, 0] = thrust
+        total = torch.zeros(22, 4, dtype=F64)
+        for _ in range(20):
+            total += sim.step(action).reward_terms[..., -1]
+        totals[helm] = total
+    assert totals["hold"].eq(0).all()
+    assert bool((totals["race"][:, 0] < 0).all()) and totals["race"][:, 1:].eq(0).all()
+    # full thrust makes at most about 3.3 m/s: at most 1.4 m/s over, 0.28 a step
+    assert float(totals["race"][:, 0].min()) > -0.2 * 1.4 * 20
+    with pytest.raises(ValueError, match="scenario.overspeed_penalty must be >= 0"):
+        make_layout("mix", {**MIX, "overspeed_penalty": -1.0})
+    with pytest.raises(ValueError, match="scenario.safe_speed must be > 0 m/s"):
+        make_layout("mix", {**MIX, "safe_speed": 0.0})

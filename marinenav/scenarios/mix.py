@@ -10,7 +10,7 @@ remembers its part (``Scenario.layout_part``), and a part's own rules (reward te
 conditions) apply to its episodes only. The curriculum clock reaches every part, so a
 ``random`` part keeps its stages.
 
-Seven rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
+Eight rules of the mix's own act in every part, each off at 0: ``cross_ahead_penalty``, the
 give-way term of :mod:`marinenav.scenarios.give_way` per step, ``bow_crossing_penalty``, its
 event (once, on the step a vessel crosses the bow of one it must keep out of the way of, less
 than ``bow_crossing_range`` m from it), ``passed_ahead_penalty``, the pass the COLREGs
@@ -23,12 +23,16 @@ within 20 m instead of at the start), ``port_turn_penalty``, per radian turned t
 vessel ahead or to starboard closes within 20 m, ``give_way_speed_penalty``, per metre made good
 while a vessel to starboard that it has not yet passed astern of closes within 20 m, and
 ``stand_on_turn_penalty``, per radian turned to port while a vessel that must keep out of its
-way closes within 20 m (the stand-on vessel's side of the crossing, rule 17); all
+way closes within 20 m (the stand-on vessel's side of the crossing, rule 17),
+``head_on_clearance_penalty``, per step while a head-on vessel closes less than
+``head_on_clearance`` m to port of the own course line; all
 against ``cross_ahead_of`` vessels (``any`` by default: the same rule whether the other vessel
 gives way or not, so that what a part rewards does not contradict what another penalises for a
-geometry the policy sees alike). ``rule_parts`` confines one of them to the episodes of the parts
-it names (``scenario.rule_parts.give_way_check_penalty=[imazu]``: the check charged where the
-encounters are set up as the check reads them, and nowhere else).
+geometry the policy sees alike). One more reads no other vessel: ``overspeed_penalty``, per
+step and m/s of speed over the ground above ``safe_speed`` (2 m/s; rule 6, safe speed,
+:mod:`marinenav.scenarios.safe_speed`). ``rule_parts`` confines one of them to the episodes of
+the parts it names (``scenario.rule_parts.give_way_check_penalty=[imazu]``: the check charged
+where the encounters are set up as the check reads them, and nowhere else).
 
 The evaluation set is each part's own, in order (a part's ``layout_part`` on each episode):
 ``episodes_per_stage`` episodes per stage of every part.
@@ -62,6 +66,7 @@ from marinenav.scenarios.give_way import (
     port_turn_penalty,
     stand_on_turn_penalty,
 )
+from marinenav.scenarios.safe_speed import overspeed_penalty
 from marinenav.sim.rules import LayoutRules
 from marinenav.sim.scenario import Scenario, Slots
 
@@ -76,7 +81,9 @@ RULES_OF_THE_MIX = {
     "give_way_speed_penalty": ("give_way_speed", give_way_speed_penalty),
     "stand_on_turn_penalty": ("stand_on_turn", stand_on_turn_penalty),
     "head_on_clearance_penalty": ("head_on_clearance", head_on_clearance_penalty),
+    "overspeed_penalty": ("overspeed", overspeed_penalty),
 }
+NO_OTHER_VESSEL = ("overspeed_penalty",)  # mix rules that read the own vessel only
 
 
 @dataclass
@@ -121,6 +128,11 @@ class MixConfig:
     # shortfall (give_way.head_on_clearance_penalty: rule 14, port to port at a distance)
     head_on_clearance_penalty: float = 0.0
     head_on_clearance: float = 10.0
+    # ... and per step, per m/s of speed over the ground above safe_speed (m/s), in every
+    # water whatever is in sight (safe_speed.overspeed_penalty: rule 6, no race across a
+    # target's track before it can be seen)
+    overspeed_penalty: float = 0.0
+    safe_speed: float = 2.0
     cross_ahead_of: str = "any"
     # a mix rule's option name -> the parts whose episodes it acts in (every part where absent)
     rule_parts: dict[str, Any] = field(default_factory=dict)
@@ -178,10 +190,11 @@ class MixLayout(ScenarioLayout):
             value = getattr(c, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise ValueError(f"scenario.{key} must be >= 0, got {value!r}")
-        for key in ("bow_crossing_range", "head_on_clearance"):
+        for key in ("bow_crossing_range", "head_on_clearance", "safe_speed"):
             value = getattr(c, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"scenario.{key} must be > 0 m, got {value!r}")
+                unit = "m/s" if key == "safe_speed" else "m"
+                raise ValueError(f"scenario.{key} must be > 0 {unit}, got {value!r}")
         at_boundaries = c.passed_ahead_at_boundaries
         if not isinstance(at_boundaries, bool):
             raise ValueError(
@@ -243,13 +256,13 @@ class MixLayout(ScenarioLayout):
             "passed_ahead_penalty": {"at_boundaries": c.passed_ahead_at_boundaries},
             "give_way_check_penalty": {"give_way_from": c.give_way_check_from},
             "head_on_clearance_penalty": {"clearance": float(c.head_on_clearance)},
+            "overspeed_penalty": {"safe_speed": float(c.safe_speed)},
         }
         for key, (term, rule) in RULES_OF_THE_MIX.items():
             weight = getattr(c, key)
             if weight > 0:
-                rule = partial(
-                    rule, weight=weight, against=c.cross_ahead_of, **options.get(key, {})
-                )
+                against = {} if key in NO_OTHER_VESSEL else {"against": c.cross_ahead_of}
+                rule = partial(rule, weight=weight, **against, **options.get(key, {}))
                 if key in self.rule_parts:
                     rule = _gated(rule, self.rule_parts[key])
                 terms[term] = rule
