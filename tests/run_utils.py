@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import functools
 import gc
+import importlib.util
 import io
 import logging
 import os
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 import warnings
 from pathlib import Path
 
@@ -212,6 +214,15 @@ def limited_file_size(limit: int):
     """``preexec_fn``: files of the child may not grow beyond ``limit`` bytes (EFBIG), as on a
     nearly full disk; Python ignores SIGXFSZ, so writes fail instead of killing the process."""
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def benchmark_module(script: str) -> types.ModuleType:
+    """``benchmarks/<script>`` imported as a module (the scripts are not a package), for tests
+    that call its functions in process."""
+    spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / "benchmarks" / script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def benchmark_py(script: str, *args: str) -> subprocess.CompletedProcess:

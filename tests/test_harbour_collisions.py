@@ -3,21 +3,15 @@ that collided and what is nearest to it (a vessel by kind, or a moored boat)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import torch
 
 from marinenav.scenarios.harbour import HarbourConfig
 from marinenav.sim.scenario import default_scenario
 from marinenav.viz.episode import EpisodeRecording
-from tests.run_utils import ROOT, benchmark_py
+from tests.run_utils import ROOT, benchmark_module, benchmark_py
 
-_SPEC = importlib.util.spec_from_file_location(
-    "harbour_collisions", ROOT / "benchmarks" / "harbour_collisions.py"
-)
-_SCRIPT = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(_SCRIPT)
+_SCRIPT = benchmark_module("harbour_collisions.py")
 first_contact, vessel_kinds = _SCRIPT.first_contact, _SCRIPT.vessel_kinds
 first_collision_step = _SCRIPT.first_collision_step
 

@@ -4,19 +4,14 @@ seeds, the report from hand-built draws, and a draw against ``marinenav.evaluate
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.run_utils import ROOT, benchmark_py, python_program
+from tests.run_utils import ROOT, benchmark_module, benchmark_py, python_program
 
-_SPEC = importlib.util.spec_from_file_location(
-    "imazu_draws", ROOT / "benchmarks" / "imazu_draws.py"
-)
-_SCRIPT = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(_SCRIPT)
+_SCRIPT = benchmark_module("imazu_draws.py")
 PLANNER = ROOT / "tests/data/pretrained/traced_AC_IQN_model.pt"
 
 

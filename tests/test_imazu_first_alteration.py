@@ -4,18 +4,13 @@ evaluation's per-target records)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from tests.run_utils import ROOT
+from tests.run_utils import ROOT, benchmark_module
 
-_SPEC = importlib.util.spec_from_file_location(
-    "imazu_first_alteration", ROOT / "benchmarks" / "imazu_first_alteration.py"
-)
-_SCRIPT = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(_SCRIPT)
+_SCRIPT = benchmark_module("imazu_first_alteration.py")
 RUN = "rainbow_waters_1344k_replay_4M/seed2"
 PLANNER = ROOT / "results/recipes/mix" / RUN / "traced_Rainbow_model.pt"
 # the same planner on the 22 cases as the node runs it (scripts/waters_evaluate.sh)

@@ -3,17 +3,11 @@ windows from hand-built speeds, and a planner's record against the cases' start)
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from tests.run_utils import ROOT
+from tests.run_utils import ROOT, benchmark_module
 
-_SPEC = importlib.util.spec_from_file_location(
-    "imazu_speeds", ROOT / "benchmarks" / "imazu_speeds.py"
-)
-_SCRIPT = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(_SCRIPT)
+_SCRIPT = benchmark_module("imazu_speeds.py")
 PLANNER = ROOT / "tests/data/pretrained/traced_AC_IQN_model.pt"
 
 
