@@ -24,7 +24,10 @@ seeds" of docs/results.md, computed from the files (a water not evaluated fails 
 ``--recipes`` prints instead one row per recipe, the labels ``<recipe>_s<seed>`` grouped (a label
 without that ending is no recipe's seed and is left out): its seeds, in how many each bar of
 ``--bars`` is met, and in how many every bar is; recipes with fewer than ``--min-seeds`` seeds
-(default 2) are left out. The "k of n seeds" of every setting tried, at a glance.
+(default 2) are left out. The "k of n seeds" of every setting tried, at a glance; with the
+per-seed rate of meeting every bar (its Wilson 95% interval over the seeds) and the chance, at
+that rate, that 3 fresh seeds of 3 meet every bar (the rate cubed; the interval's ends cubed):
+the issue's "3 of 3 seeds" read as what a recipe with that rate delivers.
 
 ``--cases`` prints instead one row per Imazu case over the labels given (the seeds of a
 recipe): its targets' encounters (rule), in how many labels the case was solved and its COLREGs
@@ -49,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from marinenav.sim.constants import ROBOT_DEFAULTS  # noqa: E402
-from marinenav.stats import format_rate  # noqa: E402
+from marinenav.stats import format_rate, wilson_interval  # noqa: E402
 
 STEP_TIME = ROBOT_DEFAULTS["dt"] * ROBOT_DEFAULTS["N"]  # s per environment step (0.5)
 
@@ -172,7 +175,11 @@ def recipe_rows(table: dict[str, dict[str, dict]], labels: list[str], min_seeds:
         cells = [f"{sum(meets(v, name, bar) for v in values)} of {n}" for name, bar in BARS]
         every = sum(all(meets(v, name, bar) for name, bar in BARS) for v in values)
         seeds = ", ".join(str(seed) for seed, _ in runs)
-        rows.append(f"| {recipe} | {seeds} | " + " | ".join(cells) + f" | {every} of {n} |")
+        low, high = wilson_interval(every, n)
+        rate = f"{every / n:.2f} [{low:.2f}, {high:.2f}]"
+        three = f"{(every / n) ** 3:.3f} [{low**3:.3f}, {high**3:.3f}]"
+        counts = " | ".join(cells)
+        rows.append(f"| {recipe} | {seeds} | {counts} | {every} of {n} | {rate} | {three} |")
     return rows
 
 
@@ -271,8 +278,9 @@ def main() -> None:
             print(f"\nno Imazu file: {', '.join(missing)}")
         return
     if args.recipes:
-        print(f"| recipe | seeds | {BAR_COLUMNS} | every bar |")
-        print("| --- | --- |" + " ---: |" * (len(BARS) + 1))
+        print(f"| recipe | seeds | {BAR_COLUMNS} | every bar "
+              "| per seed (95%) | 3 of 3 at that rate |")
+        print("| --- | --- |" + " ---: |" * (len(BARS) + 3))
         print("\n".join(recipe_rows(table, args.labels or sorted(table), args.min_seeds)))
         return
     if args.bars:
