@@ -81,9 +81,9 @@ def check_train_command(command: str) -> None:
 
     from marinenav.training.validation import ConfigError, validate
 
-    def first_value(arg: str) -> str:  # a sweep a,b,c composes as a; a list [a,b] stays
+    def first_value(arg: str) -> str:  # a sweep a,b,c composes as a; [a,b] and {a: b, c: d} stay
         value = arg.split("=", 1)[1] if "=" in arg else ""
-        return arg.split(",")[0] if "," in value and not value.startswith("[") else arg
+        return arg.split(",")[0] if "," in value and not value.startswith(("[", "{")) else arg
 
     overrides = [
         first_value(arg) for arg in shlex.split(command)[2:]
