@@ -78,12 +78,17 @@ def test_documented_train_commands_compose_and_validate(command: str) -> None:
 def check_train_command(command: str) -> None:
     """Compose and validate the config of ``python train.py ARGS`` (see the test above)."""
     import torch
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from marinenav.training.validation import ConfigError, validate
 
-    def first_value(arg: str) -> str:  # a sweep a,b,c composes as a; [a,b] and {a: b, c: d} stay
-        value = arg.split("=", 1)[1] if "=" in arg else ""
-        return arg.split(",")[0] if "," in value and not value.startswith(("[", "{")) else arg
+    parser = OverridesParser.create()
+
+    def first_value(arg: str) -> str:  # a sweep a,b,c composes as a; a list or a dict stays
+        override = parser.parse_overrides([arg])[0]
+        if not override.is_sweep_override():
+            return arg
+        return f"{override.get_key_element()}={next(override.sweep_string_iterator())}"
 
     overrides = [
         first_value(arg) for arg in shlex.split(command)[2:]
