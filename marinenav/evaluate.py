@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
 from tensordict.nn import TensorDictModuleBase
 
 from marinenav.agents import Agent
@@ -213,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="a scenario layout's evaluation set, default options (with --set: "
                              "its episodes per stage and seed; default paper; imazu: its 22 "
                              "cases with their COLREGs checks)")
+    parser.add_argument("--option", action="append", default=[], type=_option,
+                        metavar="KEY=VALUE",
+                        help="with --scenario: one of the layout's options, the value read as "
+                             "YAML (repeatable; e.g. --scenario imazu --option "
+                             "perception_range=90)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                         help="planners and baselines: simulation precision")
     parser.add_argument("--seed", type=_seed, default=ORIGINAL_SEED,
@@ -236,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --set or --scenarios, not both")
     if args.scenario and args.scenarios:
         parser.error("give --scenario or --scenarios, not both")
+    if args.option and not args.scenario:
+        parser.error("--option sets an option of --scenario LAYOUT; give the layout")
     _check_before_work(parser, args)
     try:
         if args.planner:
@@ -312,14 +320,24 @@ def _chosen_set(args: argparse.Namespace, config: dict[str, Any] | None) -> Eval
     if args.scenarios:
         return EvaluationSet.of_files(args.scenarios, **conditions)
     if args.scenario:
-        layout = make_layout(args.scenario)
+        options = dict(args.option)
+        layout = make_layout(args.scenario, options)
+        given = ", ".join(f"{key}={value}" for key, value in options.items()) or "default options"
         return EvaluationSet.named(args.set or "paper", layout,
-                                   whose=f"the {layout.name} layout (default options)",
+                                   whose=f"the {layout.name} layout ({given})",
                                    **conditions)  # fmt: skip
     if config is None:
         return EvaluationSet.named(args.set or "paper", **conditions)
     chosen = run_evaluation_set(args.run_dir, config, args.set)
     return chosen if args.max_steps is None else chosen.replace(max_steps=args.max_steps)
+
+
+def _option(text: str) -> tuple[str, Any]:
+    """An argparse type: ``KEY=VALUE``, a layout option with its value read as YAML."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"an option is KEY=VALUE, got {text!r}")
+    return key, yaml.safe_load(value)
 
 
 def _seed(text: str) -> int:

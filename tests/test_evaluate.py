@@ -150,6 +150,10 @@ def test_cvar_makes_an_iqn_or_rainbow_run_act_on_the_lower_tail(run_dir: Path, c
         (["--pictures", "1", "--pictures-dir", "{tmp}/a_file/pictures"],
          "--pictures-dir {tmp}/a_file/pictures/episode_000.gif is under {tmp}/a_file, which is "
          "a file"),
+        (["--option", "perception_range=90"],
+         "--option sets an option of --scenario LAYOUT; give the layout"),
+        (["--scenario", "imazu", "--option", "perception_range"],
+         "argument --option: an option is KEY=VALUE, got 'perception_range'"),
     ],
 )  # fmt: skip
 def test_arguments_that_would_fail_late_are_refused_before_any_work(
@@ -166,6 +170,30 @@ def test_arguments_that_would_fail_late_are_refused_before_any_work(
     assert exited.value.code == 2
     last = capsys.readouterr().err.splitlines()[-1]
     assert last == f"python -m marinenav.evaluate: error: {message.format(tmp=tmp_path)}"
+
+
+def test_a_layouts_options_set_its_evaluation_set(capsys, monkeypatch) -> None:
+    """``--scenario imazu --option perception_range=90``: the 22 cases with the own ship's
+    sensor at 90 m; an option the layout lacks, or a value it refuses, is one line, exit code
+    2."""
+    import marinenav.evaluate as evaluate_module
+
+    class Chosen(Exception):
+        pass
+
+    def caught(policy, chosen):
+        raise Chosen(chosen)
+
+    monkeypatch.setattr(evaluate_module, "evaluate_planner", caught)
+    planner = str(Path(__file__).parents[1] / "tests/data/pretrained/traced_AC_IQN_model.pt")
+    with pytest.raises(Chosen) as evaluated:
+        main(["--planner", planner, "--scenario", "imazu", "--option", "perception_range=90"])
+    chosen = evaluated.value.args[0]
+    assert [s["robots"]["perception"]["range"][:2] for s in chosen.scenarios] == [[90, 20]] * 22
+    for option, message in (("sensor=90", "scenario 'imazu' has no option 'sensor'"),
+                            ("perception_range=5", "scenario.perception_range must be in")):
+        assert main(["--planner", planner, "--scenario", "imazu", "--option", option]) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_pictures_of_a_planner_file_are_refused_not_skipped(capsys) -> None:

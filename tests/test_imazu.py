@@ -266,11 +266,29 @@ def test_episode_encounters_read_the_scenario_and_its_tracks(cases) -> None:
      ({"cases": []}, "scenario.cases is empty"),
      ({"speed": 5.0}, "scenario.speed must be in [0.5, 3] m/s"),
      ({"speed_jitter": 0.6}, "scenario.speed_jitter must be in [0, 0.5]"),
-     ({"speed": 2.5, "speed_jitter": 0.3}, "(1 + scenario.speed_jitter) must be <= 3 m/s")],
+     ({"speed": 2.5, "speed_jitter": 0.3}, "(1 + scenario.speed_jitter) must be <= 3 m/s"),
+     ({"perception_range": 10.0}, "scenario.perception_range must be in [20, 100] m"),
+     ({"perception_range": 150.0}, "scenario.perception_range must be in [20, 100] m")],
 )  # fmt: skip
 def test_bad_imazu_options_are_refused(options, message) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         make_layout("imazu", options)
+
+
+@pytest.mark.parametrize("sensor", [20.0, 90.0])
+def test_the_own_ships_perception_range_decides_which_targets_it_sees_from_the_start(sensor):
+    """Case 16's three targets start 63.6 m (crossing) and 34.4 m (45 degrees) off: none is
+    within the paper's 20 m, every one within 90 m; the targets' own sensors stay at 20 m."""
+    layout = make_layout("imazu", {"perception_range": sensor})
+    scenarios = layout.evaluation_scenarios(1, 253, (4, 0, 0))
+    assert scenarios[15]["robots"]["perception"]["range"][:4] == [sensor, 20.0, 20.0, 20.0]
+    sim = MarineNavSimulator.from_scenarios(scenarios, "continuous", dtype=F64, layout=layout)
+    seen = sim.reset().objects_mask[15, 0].sum()  # the own ship's objects in case 16
+    assert int(seen) == (3 if sensor == 90.0 else 0)
+    generator = torch.Generator().manual_seed(1)
+    drawn = layout.generate(default_scenario(8, 4, 0, 0, dtype=F64), torch.tensor(0), generator)
+    assert bool(drawn.perception_range[:, 0].eq(sensor).all())
+    assert bool(drawn.perception_range[:, 1:].eq(20.0).all())
 
 
 def test_training_draws_cases_and_turns_courses_within_the_jitter() -> None:
