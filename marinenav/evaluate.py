@@ -1,11 +1,11 @@
 """Evaluate a trained run, a planner file or a classical baseline.
 
-``python -m marinenav.evaluate RUN_DIR [--set paper|large] [--scenario LAYOUT | --scenarios
-FILE ...]`` loads the run's agent from its checkpoint; ``python -m marinenav.evaluate --planner
-FILE.pt [--agent-type ac_iqn]`` loads a TorchScript planner (the original's
-``traced_*_model.pt`` or our export, :mod:`marinenav.planner`; our ``.pt2`` and ``.onnx`` exports
-load the same way); ``python -m marinenav.evaluate
---baseline apf|mpc [--variant textbook|original]`` builds the original's APF or MPC planner
+``python -m marinenav.evaluate RUN_DIR [--set paper|large] [--scenario LAYOUT [--option
+KEY=VALUE ...] | --scenarios FILE ...]`` loads the run's agent from its checkpoint;
+``python -m marinenav.evaluate --planner FILE.pt [--agent-type ac_iqn]`` loads a TorchScript
+planner (the original's ``traced_*_model.pt`` or our export, :mod:`marinenav.planner`; our
+``.pt2`` and ``.onnx`` exports load the same way); ``python -m marinenav.evaluate --baseline
+apf|mpc [--variant textbook|original]`` builds the original's APF or MPC planner
 (:mod:`marinenav.baselines`). Each runs an evaluation set
 (:class:`~marinenav.training.evaluation.EvaluationSet`) all at once as one batched environment
 with deterministic actions (a planner acts by its own rule: SAC samples, IQN draws its taus,
@@ -19,7 +19,8 @@ The set: a run's own (its ``eval_configs.json``, in the run's slots, precision, 
 step cap, so ``evaluate RUN_DIR`` reproduces the run's last evaluation); a named set
 (:data:`SET_NAMES`) of the run's own layout with its options (for a run of the random layout,
 and for planners and baselines, the random scenarios of the paper's curriculum) or of another
-layout, ``--scenario harbour``; or scenario JSON files in the original's layout. A run is
+layout, ``--scenario harbour`` (its options with ``--option``, e.g. ``--scenario imazu --option
+perception_range=90``); or scenario JSON files in the original's layout. A run is
 evaluated in its own conditions whatever the set; planners and baselines in the original's
 (float64, the paper's slots, noise seed 253, 1001 steps), unless ``--dtype`` / ``--seed`` /
 ``--max-steps`` say otherwise.
