@@ -25,6 +25,15 @@ from the first recording there, at its session's starting commit too, while the 
 agreed. So a recording also names torch's CPU capability (``capability``), and one that names
 this machine's is used before one that names none: ``update_parity_amd_epyc_avx512.json`` was
 recorded there on the code of that day.
+
+IQN's fast run in ``update_parity.json`` was re-recorded on 2026-12-06, on the 2-core AMD EPYC
+VM (AVX2): its recipe had changed on 2026-11-27 (``agent.collect_cvar_alpha=1``, collecting on
+the mean), after the first recording, which that change left stale (the first commit where the
+slow run fails, found by bisection: 0aa19c3). With the recipe as recorded
+(``agent.collect_cvar_alpha=0.25``) today's code still equals the first recording bit for bit,
+so IQN's update is unchanged; the AVX-512 machine's IQN difference above was most likely this
+recipe change rather than its kernels. On that same AVX2 VM Rainbow's fast run differs from
+the first recording at the recording's own commit too (3aa7819): its kernels, not the code.
 """
 
 from __future__ import annotations
